@@ -1,0 +1,67 @@
+// zerobox::Policy: the plain-data description of one sandboxed run. The CLI and the
+// profile loader fill it in; zerobox::finalize() checks and canonicalises it; the
+// sandbox is built from nothing else. Copyable, comparable, printable by --debug.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace zerobox {
+
+enum class NetMode {
+  None,      // fresh network namespace with only loopback (the default)
+  Host,      // --allow-net with no value: the host's network
+  Filtered,  // --allow-net=DOMAINS / --deny-net / secrets: only through zerobox's proxy
+};
+
+enum class SnapshotMode { Off, Snapshot, Restore, Review };
+
+struct Secret {
+  std::string key;
+  std::string value;               // never logged, never passed into the sandbox
+  std::vector<std::string> hosts;  // --secret-host; empty means every allowed host
+  std::string file;                // --secret-file: the value is read from here
+};
+
+struct Policy {
+  // Filesystem. Paths are as given until finalize(), then absolute and canonical.
+  bool read_restricted = false;  // --allow-read was given
+  std::vector<std::string> allow_read;
+  std::vector<std::string> deny_read;
+  bool write_all = false;  // bare --allow-write
+  std::vector<std::string> allow_write;
+  std::vector<std::string> deny_write;
+  bool protect = true;  // false with --no-protect
+
+  // Network.
+  NetMode net = NetMode::None;
+  std::vector<std::string> allow_net;
+  std::vector<std::string> deny_net;
+  std::vector<std::pair<std::string, std::string>> resolve;  // --resolve HOST:IP
+  std::vector<std::string> upstream_ca;
+  std::vector<Secret> secrets;
+
+  // Environment.
+  std::vector<std::pair<std::string, std::string>> env_set;  // --env, in order
+  bool env_all = false;                                      // bare --allow-env
+  std::vector<std::string> allow_env;
+  std::vector<std::string> deny_env;
+
+  // Snapshots.
+  SnapshotMode snapshot = SnapshotMode::Off;
+  std::vector<std::string> snapshot_paths;
+  std::vector<std::string> snapshot_exclude;
+
+  // The command and how it runs.
+  std::vector<std::string> argv;
+  std::string cwd;  // -C; empty means the caller's working directory
+  bool allow_all = false;
+  bool no_sandbox = false;
+  bool strict = false;
+  int status_fd = -1;
+  bool debug = false;
+  bool quiet = false;
+};
+
+}  // namespace zerobox

@@ -1,0 +1,256 @@
+#include "cli/cli.hpp"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+
+#include <CLI/CLI.hpp>
+#include <set>
+
+#include "exec/status_fd.hpp"
+#include "policy/policy.hpp"
+#include "util/error.hpp"
+#include "util/path.hpp"
+#include "zerobox/zerobox.hpp"
+
+namespace zb::cli {
+namespace {
+
+// Flags whose value is optional take it only as "--flag=VALUE": "--allow-write dir"
+// must not swallow the command. Bare forms are renamed to hidden internal flags first.
+const std::set<std::string> k_optional_value = {"--allow-write", "--allow-net", "--allow-env"};
+// Flags that take their value as the next word.
+const std::set<std::string> k_takes_value = {
+    "--allow-read", "--deny-read", "--deny-write", "--deny-net", "--resolve", "--upstream-ca", "--secret",
+    "--secret-file", "--secret-host", "--env", "--deny-env", "-C", "--status-fd", "--profile", "--snapshot-path",
+    "--snapshot-exclude"};
+
+std::vector<std::string> rewrite_optional(const std::vector<std::string>& args) {
+  std::vector<std::string> out;
+  size_t i = 0;
+  for (; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--" || a.empty() || a[0] != '-' || a == "-") break;
+    if (k_optional_value.count(a) != 0) {
+      out.push_back(a + "-all-internal");
+      continue;
+    }
+    out.push_back(a);
+    if (k_takes_value.count(a) != 0 && i + 1 < args.size()) out.push_back(args[++i]);
+  }
+  for (; i < args.size(); ++i) out.push_back(args[i]);
+  return out;
+}
+
+void append_list(std::vector<std::string>& dst, const std::vector<std::string>& raw) {
+  for (const auto& r : raw) {
+    for (auto& part : path::split_list(r)) {
+      if (!part.empty()) dst.push_back(std::move(part));
+    }
+  }
+}
+
+std::pair<std::string, std::string> key_value(const std::string& s, const char* flag, bool value_required) {
+  auto eq = s.find('=');
+  std::string k = s.substr(0, eq);
+  if (!policy::valid_env_name(k)) throw UsageError{std::string(flag) + ": invalid name '" + k + "' (expected KEY=VALUE)"};
+  if (eq == std::string::npos) {
+    if (value_required) throw UsageError{std::string(flag) + ": expected KEY=VALUE, got '" + s + "'"};
+    return {k, {}};
+  }
+  return {k, s.substr(eq + 1)};
+}
+
+}  // namespace
+
+Parsed parse_args(const std::vector<std::string>& raw_args, const std::vector<std::string>& environ) {
+  CLI::App app{"Run a command in a lightweight Linux sandbox: no writes, no network and a minimal\n"
+               "environment unless flags allow more.",
+               "zerobox"};
+  app.set_version_flag("-V,--version", std::string("zerobox ") + zerobox::version());
+  app.prefix_command();
+  app.footer("Exit status: the command's own; 128+N if killed by signal N; 2 usage error;\n"
+             "125 zerobox could not set up the sandbox; 126 not executable; 127 not found.\n"
+             "Full reference: docs/usage.md.");
+
+  std::vector<std::string> allow_read, deny_read, allow_write, deny_write, allow_net, deny_net, resolve, upstream_ca,
+      secrets, secret_files, secret_hosts, envs, allow_env, deny_env, snapshot_paths, snapshot_exclude;
+  bool write_all = false, net_all = false, env_all = false, allow_all = false, no_sandbox = false, strict = false,
+       debug = false, quiet = false, no_protect = false, snapshot = false, restore = false, review = false;
+  std::string cwd, profile, status_fd;
+
+  const char* fs = "Filesystem";
+  app.add_option("--allow-read", allow_read, "Limit readable user data to these paths (system paths stay readable)")
+      ->group(fs)->type_name("P[,P...]");
+  app.add_option("--deny-read", deny_read, "These paths cannot be read; wins over --allow-read")->group(fs)->type_name("P[,P...]");
+  app.add_option("--allow-write", allow_write, "These paths are writable; with no value, everything is")
+      ->group(fs)->type_name("[=P,...]");
+  app.add_flag("--allow-write-all-internal", write_all)->group("");
+  app.add_option("--deny-write", deny_write, "These paths stay read-only; wins over --allow-write")->group(fs)->type_name("P[,P...]");
+  app.add_flag("--no-protect", no_protect, "Do not protect shell start-up files, git hooks and credentials")->group(fs);
+
+  const char* snap = "Snapshots";
+  app.add_flag("--snapshot", snapshot, "Record writes in an overlay, apply them at exit, keep them undoable")->group(snap);
+  app.add_flag("--restore", restore, "Record writes, then throw them away at exit")->group(snap);
+  app.add_flag("--review", review, "Record writes and keep them pending until accepted")->group(snap);
+  app.add_option("--snapshot-path", snapshot_paths, "Which writable paths are tracked")->group(snap)->type_name("P[,P...]");
+  app.add_option("--snapshot-exclude", snapshot_exclude, "Paths never journaled (gitignore-like globs)")->group(snap)->type_name("GLOB[,...]");
+
+  const char* net = "Network";
+  app.add_option("--allow-net", allow_net, "Allow these domains; with no value, the full network")->group(net)->type_name("[=D,...]");
+  app.add_flag("--allow-net-all-internal", net_all)->group("");
+  app.add_option("--deny-net", deny_net, "Never these domains")->group(net)->type_name("D[,D...]");
+  app.add_option("--resolve", resolve, "Connect to IP for HOST (like curl --resolve)")->group(net)->type_name("HOST:IP");
+  app.add_option("--upstream-ca", upstream_ca, "Extra CA certificates for upstream TLS")->group(net)->type_name("FILE");
+
+  const char* sec = "Secrets";
+  app.add_option("--secret", secrets, "The command sees a placeholder; the proxy substitutes VALUE")->group(sec)->type_name("KEY[=VALUE]");
+  app.add_option("--secret-file", secret_files, "Same, VALUE read from a file")->group(sec)->type_name("KEY=PATH");
+  app.add_option("--secret-host", secret_hosts, "Restrict KEY to these hosts")->group(sec)->type_name("KEY=H[,H...]");
+
+  const char* envg = "Environment";
+  app.add_option("--env", envs, "Set a variable (repeatable)")->group(envg)->type_name("KEY=VALUE");
+  app.add_option("--allow-env", allow_env, "Inherit these variables; with no value, all of them")->group(envg)->type_name("[=K,...]");
+  app.add_flag("--allow-env-all-internal", env_all)->group("");
+  app.add_option("--deny-env", deny_env, "Drop these variables; wins over --allow-env")->group(envg)->type_name("K[,K...]");
+
+  const char* other = "Other";
+  app.add_flag("-A,--allow-all", allow_all, "All filesystem and network permissions (env and secrets still apply)")->group(other);
+  app.add_flag("--no-sandbox", no_sandbox, "No isolation at all; the environment policy still applies")->group(other);
+  app.add_flag("--strict-sandbox", strict, "Fail (125) if any isolation layer is unavailable")->group(other);
+  app.add_option("-C", cwd, "Working directory of the command")->group(other)->type_name("DIR");
+  app.add_option("--status-fd", status_fd, "JSON Lines lifecycle events on fd N (N >= 3)")->group(other)->type_name("N");
+  app.add_flag("--debug", debug, "Print the effective policy, mounts, layers and decisions on stderr")->group(other);
+  app.add_option("--profile", profile, "Load flags from a TOML profile (~/.config/zerobox/NAME.toml or a file)")
+      ->group(other)->type_name("NAME|FILE");
+  app.add_flag("--quiet", quiet, "No zerobox messages on stderr except errors")->group(other);
+
+  std::vector<std::string> args = rewrite_optional(raw_args);
+  std::vector<std::string> rev(args.rbegin(), args.rend());
+  Parsed out;
+  try {
+    app.parse(rev);
+  } catch (const CLI::CallForHelp&) {
+    out.action = Action::Help;
+    out.text = app.help();
+    return out;
+  } catch (const CLI::CallForVersion&) {
+    out.action = Action::Version;
+    out.text = std::string("zerobox ") + zerobox::version() + "\n";
+    return out;
+  } catch (const CLI::ParseError& e) {
+    std::string msg = e.what();
+    for (auto& c : msg) {
+      if (c == '\n') c = ' ';
+    }
+    if (msg.rfind("The following arguments were not expected: ", 0) == 0) {
+      msg = "unrecognized option '" + msg.substr(43) + "'";
+    }
+    throw UsageError{msg};
+  }
+
+  zerobox::Policy& p = out.policy;
+  if (!profile.empty()) apply_profile(profile, p, environ);
+
+  if (!allow_read.empty()) p.read_restricted = true;
+  append_list(p.allow_read, allow_read);
+  append_list(p.deny_read, deny_read);
+  append_list(p.allow_write, allow_write);
+  if (write_all) p.write_all = true;
+  append_list(p.deny_write, deny_write);
+  if (no_protect) p.protect = false;
+
+  if (net_all && p.net == zerobox::NetMode::None) p.net = zerobox::NetMode::Host;
+  append_list(p.allow_net, allow_net);
+  append_list(p.deny_net, deny_net);
+  for (const auto& r : resolve) {
+    auto colon = r.find(':');
+    if (colon == std::string::npos || colon == 0) throw UsageError{"--resolve: expected HOST:IP, got '" + r + "'"};
+    std::string host = r.substr(0, colon), ip = r.substr(colon + 1);
+    if (ip.size() > 2 && ip.front() == '[' && ip.back() == ']') ip = ip.substr(1, ip.size() - 2);
+    unsigned char buf[16];
+    if (::inet_pton(AF_INET, ip.c_str(), buf) != 1 && ::inet_pton(AF_INET6, ip.c_str(), buf) != 1) {
+      throw UsageError{"--resolve: '" + ip + "' is not an IP address"};
+    }
+    p.resolve.emplace_back(host, ip);
+  }
+  append_list(p.upstream_ca, upstream_ca);
+
+  auto caller_env = [&](const std::string& key) -> const std::string* {
+    for (const auto& kv : environ) {
+      if (kv.size() > key.size() && kv.compare(0, key.size(), key) == 0 && kv[key.size()] == '=') {
+        static thread_local std::string v;
+        v = kv.substr(key.size() + 1);
+        return &v;
+      }
+    }
+    return nullptr;
+  };
+  for (const auto& s : secrets) {
+    auto [k, v] = key_value(s, "--secret", false);
+    if (s.find('=') == std::string::npos) {
+      const std::string* fromenv = caller_env(k);
+      if (fromenv == nullptr) throw SetupError{"--secret " + k + ": no such variable in the environment"};
+      v = *fromenv;
+    }
+    p.secrets.push_back({k, v, {}, {}});
+  }
+  for (const auto& s : secret_files) {
+    auto [k, file] = key_value(s, "--secret-file", true);
+    p.secrets.push_back({k, "", {}, file});
+  }
+  for (const auto& s : secret_hosts) {
+    auto [k, hosts] = key_value(s, "--secret-host", true);
+    bool found = false;
+    for (auto& secret : p.secrets) {
+      if (secret.key == k) {
+        append_list(secret.hosts, {hosts});
+        found = true;
+      }
+    }
+    if (!found) throw UsageError{"--secret-host " + k + ": no --secret or --secret-file named " + k};
+  }
+
+  for (const auto& e : envs) p.env_set.push_back(key_value(e, "--env", true));
+  if (env_all) p.env_all = true;
+  append_list(p.allow_env, allow_env);
+  append_list(p.deny_env, deny_env);
+
+  int modes = int(snapshot) + int(restore) + int(review);
+  if (modes > 1) throw UsageError{"--snapshot, --restore and --review exclude each other"};
+  if (snapshot) p.snapshot = zerobox::SnapshotMode::Snapshot;
+  if (restore) p.snapshot = zerobox::SnapshotMode::Restore;
+  if (review) p.snapshot = zerobox::SnapshotMode::Review;
+  append_list(p.snapshot_paths, snapshot_paths);
+  append_list(p.snapshot_exclude, snapshot_exclude);
+
+  if (allow_all) p.allow_all = true;
+  if (no_sandbox) p.no_sandbox = true;
+  if (strict) p.strict = true;
+  if (debug) p.debug = true;
+  if (quiet) p.quiet = true;
+  if (!cwd.empty()) p.cwd = cwd;
+  if (!status_fd.empty()) {
+    int fd = -1;
+    try {
+      size_t used = 0;
+      fd = std::stoi(status_fd, &used);
+      if (used != status_fd.size()) throw std::invalid_argument("trailing");
+    } catch (const std::exception&) {
+      throw UsageError{"--status-fd: '" + status_fd + "' is not a number"};
+    }
+    std::string why;
+    if (!exec::StatusFd::valid(fd, why)) throw UsageError{why};
+    p.status_fd = fd;
+  }
+
+  p.argv = app.remaining();
+  // CLI11 keeps the "--" that ended the options; the command starts after it.
+  if (!p.argv.empty() && p.argv.front() == "--" && std::find(args.begin(), args.end(), "--") != args.end()) {
+    size_t first_positional = args.size() - p.argv.size();
+    if (args[first_positional] == "--") p.argv.erase(p.argv.begin());
+  }
+  if (p.argv.empty()) throw UsageError{"no command given"};
+  return out;
+}
+
+}  // namespace zb::cli

@@ -1,0 +1,37 @@
+// zerobox's entry point: parse, run, and the one place exceptions are caught.
+#include <unistd.h>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "cli/cli.hpp"
+#include "util/error.hpp"
+#include "util/log.hpp"
+#include "zerobox/zerobox.hpp"
+
+extern char** environ;
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  std::vector<std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) env.emplace_back(*e);
+  try {
+    auto parsed = zb::cli::parse_args(args, env);
+    if (parsed.action != zb::cli::Action::Run) {
+      std::fputs(parsed.text.c_str(), stdout);
+      return 0;
+    }
+    return zerobox::run(std::move(parsed.policy), env);
+  } catch (const zb::UsageError& e) {
+    zb::log::error(e.message);
+    std::fputs("Try 'zerobox --help' for more information.\n", stderr);
+    return zb::k_exit_usage;
+  } catch (const zb::SetupError& e) {
+    zb::log::error(e.message);
+    return zb::k_exit_setup;
+  } catch (const std::exception& e) {
+    zb::log::error(std::string("internal error: ") + e.what());
+    return zb::k_exit_setup;
+  }
+}

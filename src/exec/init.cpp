@@ -1,0 +1,132 @@
+#include "exec/init.hpp"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "exec/sandbox.hpp"
+
+namespace zb::exec {
+namespace {
+
+volatile sig_atomic_t g_command = 0;
+
+void forward(int sig) {
+  int saved = errno;
+  pid_t p = g_command;
+  if (p > 0 && ::kill(-p, sig) != 0) ::kill(p, sig);
+  errno = saved;
+}
+
+[[noreturn]] void exec_command(const InitArgs& a, int exec_err_fd) {
+  // A fresh session: no controlling terminal to push input into, and our own process
+  // group for signal forwarding.
+  ::setsid();
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  for (int s = 1; s < 65; ++s) ::sigaction(s, &dfl, nullptr);
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  // Every fd above 2 goes, except the CLOEXEC pipe that reports a failed execve.
+  if (exec_err_fd > 3) ::syscall(SYS_close_range, 3U, static_cast<unsigned>(exec_err_fd - 1), 0U);
+  ::syscall(SYS_close_range, static_cast<unsigned>(exec_err_fd + 1), ~0U, 0U);
+
+  int err = ENOENT;
+  bool saw_eacces = false;
+  for (char* const* c = a.candidates; *c != nullptr; ++c) {
+    ::execve(*c, a.argv, a.envp);
+    err = errno;
+    if (err == EACCES) {
+      saw_eacces = true;
+      continue;
+    }
+    if (err == ENOENT || err == ENOTDIR || err == ENAMETOOLONG || err == ELOOP) continue;
+    break;
+  }
+  if (err == ENOENT && saw_eacces) err = EACCES;
+  int32_t e = err;
+  (void)!::write(exec_err_fd, &e, sizeof e);
+  ::_exit(127);
+}
+
+}  // namespace
+
+void send_msg(int fd, int32_t type, int32_t step, int32_t index, int32_t err, int32_t value) {
+  ChildMsg m{type, step, index, err, value};
+  while (::write(fd, &m, sizeof m) < 0 && errno == EINTR) {
+  }
+}
+
+void run_init(const InitArgs& a) {
+  sigset_t fwd;
+  sigemptyset(&fwd);
+  for (int s : k_forwarded_signals) sigaddset(&fwd, s);
+  ::sigprocmask(SIG_BLOCK, &fwd, nullptr);
+  struct sigaction sa {};
+  sa.sa_handler = forward;
+  sigemptyset(&sa.sa_mask);
+  for (int s : k_forwarded_signals) ::sigaction(s, &sa, nullptr);
+
+  int exec_pipe[2];
+  if (::pipe2(exec_pipe, O_CLOEXEC) != 0) {
+    send_msg(a.report_fd, k_msg_setup_failed, k_step_fork, -1, errno, 0);
+    ::_exit(1);
+  }
+  pid_t pid = ::fork();
+  if (pid < 0) {
+    send_msg(a.report_fd, k_msg_setup_failed, k_step_fork, -1, errno, 0);
+    ::_exit(1);
+  }
+  if (pid == 0) {
+    ::close(exec_pipe[0]);
+    exec_command(a, exec_pipe[1]);
+  }
+  ::close(exec_pipe[1]);
+  g_command = pid;
+  ::sigprocmask(SIG_UNBLOCK, &fwd, nullptr);
+  send_msg(a.report_fd, k_msg_started, 0, 0, 0, pid);
+
+  int32_t exec_err = 0;
+  ssize_t n;
+  do {
+    n = ::read(exec_pipe[0], &exec_err, sizeof exec_err);
+  } while (n < 0 && errno == EINTR);
+  ::close(exec_pipe[0]);
+  bool exec_failed = n == static_cast<ssize_t>(sizeof exec_err);
+  if (exec_failed) send_msg(a.report_fd, k_msg_exec_failed, 0, 0, exec_err, 0);
+
+  int status = 0;
+  for (;;) {
+    int st = 0;
+    pid_t w = ::waitpid(-1, &st, 0);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    if (w == pid) {
+      status = st;
+      break;
+    }
+  }
+  g_command = 0;
+  // The command is gone: nothing it started may outlive it.
+  ::kill(-1, SIGKILL);
+  while (::waitpid(-1, nullptr, 0) > 0 || errno == EINTR) {
+  }
+  if (!exec_failed) {
+    if (WIFSIGNALED(status)) {
+      send_msg(a.report_fd, k_msg_signaled, 0, 0, 0, WTERMSIG(status));
+    } else {
+      send_msg(a.report_fd, k_msg_exited, 0, 0, 0, WEXITSTATUS(status));
+    }
+  }
+  ::_exit(0);
+}
+
+}  // namespace zb::exec

@@ -1,0 +1,54 @@
+// pid 1 of the sandbox: forks the command, forwards signals to its process group, reaps
+// every child, and reports the command's status to the supervisor. Runs after clone():
+// allocates nothing, throws nothing.
+#pragma once
+
+#include <cstdint>
+
+namespace zb::exec {
+
+// Messages from the child to the supervisor on the report pipe (fixed size, so one
+// write is atomic and one read is one message).
+struct ChildMsg {
+  int32_t type;
+  int32_t step;
+  int32_t index;
+  int32_t err;
+  int32_t value;
+};
+
+enum ChildMsgType : int32_t {
+  k_msg_setup_failed = 1,  // step, index, err
+  k_msg_started = 2,       // value: the command's pid inside the sandbox
+  k_msg_exec_failed = 3,   // err
+  k_msg_exited = 4,        // value: exit code
+  k_msg_signaled = 5,      // value: signal
+  k_msg_skipped = 6,       // index, err: an optional mount op failed
+  k_msg_landlock = 7,      // value: ABI applied
+};
+
+enum ChildStep : int32_t {
+  k_step_sync = 1,
+  k_step_loopback,
+  k_step_mount,  // index: MountStep * 100000 + op index
+  k_step_caps,
+  k_step_no_new_privs,
+  k_step_landlock,
+  k_step_seccomp,
+  k_step_fork,
+};
+
+struct InitArgs {
+  int report_fd;
+  char* const* argv;
+  char* const* envp;
+  char* const* candidates;  // NULL-terminated
+};
+
+// Never returns.
+[[noreturn]] void run_init(const InitArgs& args);
+
+// Writes one message; used by the child before init starts too.
+void send_msg(int fd, int32_t type, int32_t step, int32_t index, int32_t err, int32_t value);
+
+}  // namespace zb::exec

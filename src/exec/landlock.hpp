@@ -1,0 +1,38 @@
+// Landlock: a second, independent fence that mirrors the mount policy's writes (and, from
+// ABI 6, scopes abstract unix sockets and signals to the sandbox). Probed at run time;
+// the ABI in use is reported by --debug.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "policy/policy.hpp"
+
+namespace zb::exec {
+
+// The Landlock ABI version of the running kernel, or 0 when Landlock is unavailable.
+int landlock_abi();
+
+struct LandlockRule {
+  std::string path;  // in the sandbox's root
+  uint64_t access;   // LANDLOCK_ACCESS_FS_* bits; narrowed to file rights for non-directories
+};
+
+struct LandlockPlan {
+  int abi = 0;
+  uint64_t handled_fs = 0;
+  uint64_t scoped = 0;
+  std::vector<LandlockRule> rules;
+};
+
+LandlockPlan make_landlock_plan(const policy::FsRules& fs, int abi);
+
+// Applies the plan to the calling thread. Runs after clone() and after pivot_root: opens
+// each rule's path with O_PATH, adds it, restricts self. Requires no_new_privs.
+// Returns 0, or -1 with errno set (`failed_rule` names the rule, -1 for the ruleset).
+int apply_landlock(const LandlockPlan& plan, int& failed_rule);
+
+std::string describe(const LandlockPlan& plan);
+
+}  // namespace zb::exec

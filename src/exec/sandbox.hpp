@@ -1,0 +1,49 @@
+// The sandbox itself: clone() into new namespaces, the uid/gid map handshake, the mount
+// plan, the capability drop, no_new_privs, Landlock and seccomp, then our own pid 1 that
+// forks the command, forwards signals and reaps. The supervisor (the caller) stays in
+// the host's namespaces and only waits.
+#pragma once
+
+#include <linux/filter.h>
+#include <sys/types.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "exec/landlock.hpp"
+#include "overlay/plan.hpp"
+
+namespace zb::exec {
+
+struct SandboxSpec {
+  overlay::Plan plan;
+  std::string staging;  // host directory the staging tmpfs is mounted on
+  std::string cwd;      // working directory inside the sandbox
+  std::vector<std::string> argv;
+  std::vector<std::string> env;
+  std::vector<std::string> exec_candidates;  // argv[0], or each PATH dir + "/" + argv[0]
+  bool new_net = true;
+  LandlockPlan landlock;
+  std::vector<sock_filter> seccomp;  // empty: no filter
+};
+
+enum class Outcome { Exited, Signaled, SetupFailed, ExecFailed };
+
+struct SandboxResult {
+  Outcome outcome = Outcome::SetupFailed;
+  int code = 0;     // Exited
+  int sig = 0;      // Signaled
+  int err = 0;      // ExecFailed: errno of execve
+  std::string message;  // SetupFailed: one line
+  std::vector<std::string> notes;  // for --debug
+};
+
+// Runs the command; `on_started` gets the command's host pid once it is about to exec.
+SandboxResult run_sandbox(const SandboxSpec& spec, const std::function<void(long)>& on_started);
+
+// Signals the supervisor forwards to the sandbox's init (and init to the command).
+inline constexpr int k_forwarded_signals[] = {1 /*HUP*/, 2 /*INT*/, 3 /*QUIT*/, 10 /*USR1*/, 12 /*USR2*/,
+                                              14 /*ALRM*/, 15 /*TERM*/, 18 /*CONT*/, 28 /*WINCH*/};
+
+}  // namespace zb::exec

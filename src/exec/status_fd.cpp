@@ -1,0 +1,111 @@
+#include "exec/status_fd.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+namespace zb::exec {
+
+StatusFd::StatusFd(int fd) : m_fd(fd) {
+  if (m_fd >= 0) {
+    // Events must never block the supervisor: a reader that stops reading only delays
+    // it briefly (write_line waits at most a second per event).
+    int fl = ::fcntl(m_fd, F_GETFL);
+    if (fl >= 0) ::fcntl(m_fd, F_SETFL, fl | O_NONBLOCK);
+    ::fcntl(m_fd, F_SETFD, FD_CLOEXEC);
+  }
+}
+
+StatusFd::~StatusFd() { close(); }
+
+bool StatusFd::valid(int fd, std::string& why) {
+  if (fd < 3) {
+    why = "--status-fd must be 3 or more";
+    return false;
+  }
+  int fl = ::fcntl(fd, F_GETFL);
+  if (fl < 0) {
+    why = "--status-fd=" + std::to_string(fd) + " is not an open file descriptor";
+    return false;
+  }
+  if ((fl & O_ACCMODE) == O_RDONLY) {
+    why = "--status-fd=" + std::to_string(fd) + " is not open for writing";
+    return false;
+  }
+  return true;
+}
+
+void StatusFd::write_line(const std::string& json) {
+  if (m_fd < 0) return;
+  std::string line = json + "\n";
+  size_t off = 0;
+  int waited_ms = 0;
+  while (off < line.size()) {
+    ssize_t n = ::write(m_fd, line.data() + off, line.size() - off);
+    if (n > 0) {
+      off += static_cast<size_t>(n);
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EAGAIN && waited_ms < 1000) {
+      pollfd p{m_fd, POLLOUT, 0};
+      ::poll(&p, 1, 50);
+      waited_ms += 50;
+      continue;
+    }
+    return;  // reader gone or stuck: events are best effort, the run goes on
+  }
+}
+
+void StatusFd::setup_error(const std::string& message) {
+  write_line(R"({"v":1,"event":"setup_error","message":")" + json_escape(message) + "\"}");
+}
+void StatusFd::child_started(long pid) { write_line(R"({"v":1,"event":"child_started","pid":)" + std::to_string(pid) + "}"); }
+void StatusFd::child_exit_code(int code) { write_line(R"({"v":1,"event":"child_exit","code":)" + std::to_string(code) + "}"); }
+void StatusFd::child_exit_signal(int sig) { write_line(R"({"v":1,"event":"child_exit","signal":)" + std::to_string(sig) + "}"); }
+
+void StatusFd::close() {
+  if (m_fd >= 0) ::close(m_fd);
+  m_fd = -1;
+}
+
+std::string json_escape(const std::string& s) {
+  std::string out;
+  out.reserve(s.size() + 8);
+  static const char* hex = "0123456789abcdef";
+  for (size_t i = 0; i < s.size(); ++i) {
+    auto c = static_cast<unsigned char>(s[i]);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (c < 0x20 || c == 0x7f) {
+      out += "\\u00";
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    } else if (c < 0x80) {
+      out += static_cast<char>(c);
+    } else {
+      // Validate one UTF-8 sequence.
+      size_t len = (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+      bool ok = len != 0 && i + len <= s.size();
+      for (size_t k = 1; ok && k < len; ++k) ok = (static_cast<unsigned char>(s[i + k]) >> 6) == 2;
+      if (ok) {
+        out.append(s, i, len);
+        i += len - 1;
+      } else {
+        out += "\xEF\xBF\xBD";
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace zb::exec

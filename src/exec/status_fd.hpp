@@ -1,0 +1,37 @@
+// --status-fd: lifecycle events as JSON Lines (protocol version 1, CLI.md).
+#pragma once
+
+#include <string>
+
+namespace zb::exec {
+
+class StatusFd {
+ public:
+  StatusFd() = default;
+  explicit StatusFd(int fd);
+  StatusFd(const StatusFd&) = delete;
+  StatusFd& operator=(const StatusFd&) = delete;
+  ~StatusFd();
+
+  // True when fd is >= 3 and open for writing; otherwise `why` says what is wrong.
+  static bool valid(int fd, std::string& why);
+
+  void setup_error(const std::string& message);
+  void child_started(long pid);
+  void child_exit_code(int code);
+  void child_exit_signal(int sig);
+  // Closes the fd: the reader sees EOF after the last event.
+  void close();
+
+  int fd() const { return m_fd; }
+
+ private:
+  void write_line(const std::string& json);
+  int m_fd = -1;
+};
+
+// Escapes a string for a JSON string literal (control characters as \u00XX; bytes that
+// are not valid UTF-8 are replaced by U+FFFD so the line stays valid JSON).
+std::string json_escape(const std::string& s);
+
+}  // namespace zb::exec

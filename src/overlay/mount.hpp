@@ -1,0 +1,45 @@
+// Executes a mount Plan inside the child's new mount namespace. Runs after clone(): it
+// allocates nothing and throws nothing; on failure it fills a ChildFailure and returns.
+#pragma once
+
+#include <cstdint>
+
+#include "overlay/plan.hpp"
+
+namespace zb::overlay {
+
+enum class MountStep : int32_t {
+  MakePrivate = 1,  // mount --make-rprivate /
+  Staging,          // tmpfs for the staging root
+  PivotStaging,     // pivot_root into the staging root
+  Op,               // plan.ops[index]
+  DetachOld,        // umount the host root
+  PivotNew,         // pivot_root into the new root
+  Chdir,            // chdir to the working directory
+};
+
+struct MountFailure {
+  MountStep step = MountStep::MakePrivate;
+  int32_t index = -1;  // op index for MountStep::Op
+  int32_t err = 0;
+};
+
+// Optional ops that failed, for --debug (at most k_max_skipped are kept).
+struct MountReport {
+  static constexpr int k_max_skipped = 16;
+  int32_t skipped[k_max_skipped] = {};
+  int32_t skipped_err[k_max_skipped] = {};
+  int32_t n_skipped = 0;
+};
+
+// `staging` is an existing host directory to mount the staging tmpfs on; `cwd` is the
+// working directory to enter in the new root.
+bool execute_plan(const Plan& plan, const char* staging, const char* cwd, MountFailure& failure,
+                  MountReport& report);
+
+// "mount overlay on /usr" style text for a failure, with the errno explained where the
+// kernel's errno misleads (overlay's ELOOP means overlapping layers, EINVAL is often
+// "not supported here").
+std::string describe_failure(const Plan& plan, const MountFailure& f);
+
+}  // namespace zb::overlay

@@ -1,0 +1,307 @@
+#include "overlay/plan.hpp"
+
+#include <dirent.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <set>
+
+#include "util/log.hpp"
+#include "util/path.hpp"
+
+namespace zb::overlay {
+namespace {
+
+std::string in_new(const std::string& p) { return path::join(k_new, p); }
+std::string in_old(const std::string& p) { return path::join(k_old, p); }
+
+constexpr unsigned long k_ro_flags = MS_RDONLY | MS_NOSUID | MS_NODEV;
+
+class Builder {
+ public:
+  Builder(const policy::FsRules& fs, const MountTable& mounts) : m_fs(fs), m_mounts(mounts) {}
+
+  Plan take() { return std::move(m_plan); }
+
+  void op(Op o) { m_plan.ops.push_back(std::move(o)); }
+  void note(std::string s) { m_plan.notes.push_back(std::move(s)); }
+
+  void mkdir(const std::string& host_path, unsigned mode = 0755) {
+    if (!m_made.insert(host_path).second) return;
+    op({.kind = OpKind::Mkdir, .dst = in_new(host_path), .mode = mode});
+  }
+  // mkdir -p of host_path's ancestors and itself inside the new root's skeleton.
+  void mkdir_p(const std::string& host_path) {
+    if (host_path == "/") return;
+    mkdir_p(path::parent(host_path));
+    struct stat st {};
+    unsigned mode = ::stat(host_path.c_str(), &st) == 0 ? (st.st_mode & 07777) : 0755;
+    mkdir(host_path, mode);
+  }
+  void file_mountpoint(const std::string& host_path) {
+    if (!m_made.insert(host_path).second) return;
+    op({.kind = OpKind::File, .dst = in_new(host_path), .mode = 0444});
+  }
+
+  // A read-only view of one host directory with no mounts below it.
+  void ro_overlay(const std::string& host_path) {
+    op({.kind = OpKind::Overlay,
+        .dst = in_new(host_path),
+        .data = "lowerdir=" + overlay_escape(in_old(host_path)) + ":" + k_empty_dir,
+        .flags = k_ro_flags});
+  }
+
+  // A read-only view of a host file.
+  void ro_file(const std::string& host_path) {
+    op({.kind = OpKind::Bind, .src = in_old(host_path), .dst = in_new(host_path)});
+    op({.kind = OpKind::ReadOnly, .dst = in_new(host_path)});
+  }
+
+  // A read-only view of the host tree at host_path, whose mount point already exists in
+  // the new root. Directories with mounts below them become skeleton directories of the
+  // new root's tmpfs and are walked one level down; everything else is one overlay.
+  void ro_tree(const std::string& host_path, const std::set<std::string>& special) {
+    struct stat st {};
+    if (::lstat(host_path.c_str(), &st) != 0) return;
+    if (S_ISLNK(st.st_mode)) {
+      char buf[4096];
+      ssize_t n = ::readlink(host_path.c_str(), buf, sizeof buf - 1);
+      if (n < 0) return;
+      if (m_made.insert(host_path).second) {
+        op({.kind = OpKind::Symlink, .src = std::string(buf, static_cast<size_t>(n)), .dst = in_new(host_path)});
+      }
+      return;
+    }
+    if (S_ISREG(st.st_mode)) {
+      file_mountpoint(host_path);
+      ro_file(host_path);
+      return;
+    }
+    if (!S_ISDIR(st.st_mode)) return;  // sockets, fifos and devices are left out
+    if (host_path != "/") mkdir(host_path, st.st_mode & 07777);
+    if (host_path != "/" && !m_mounts.has_mounts_below(host_path)) {
+      ro_overlay(host_path);
+      return;
+    }
+    DIR* d = ::opendir(host_path.c_str());
+    if (d == nullptr) {
+      note("cannot list " + log::quote(host_path) + ": left empty");
+      return;
+    }
+    std::vector<std::string> names;
+    while (dirent* e = ::readdir(d)) {
+      std::string name = e->d_name;
+      if (name == "." || name == "..") continue;
+      names.push_back(std::move(name));
+    }
+    ::closedir(d);
+    std::sort(names.begin(), names.end());
+    for (const auto& name : names) {
+      std::string child = path::join(host_path, name);
+      if (special.count(child) != 0) {
+        mkdir(child, 0755);
+        continue;
+      }
+      ro_tree(child, special);
+    }
+  }
+
+  // A read-only view of a directory that may have mounts below it, used for
+  // --deny-write paths: an overlay when possible, else a recursive read-only bind.
+  void ro_view(const std::string& host_path) {
+    auto kind = path::kind_of(host_path);
+    if (kind == path::Kind::Directory) {
+      if (m_mounts.has_mounts_below(host_path)) {
+        op({.kind = OpKind::Bind, .src = in_old(host_path), .dst = in_new(host_path), .recursive = true});
+        op({.kind = OpKind::ReadOnly, .dst = in_new(host_path), .recursive = true});
+        note("read-only bind (not an overlay) for " + log::quote(host_path) + ": it has mounts below it");
+      } else {
+        ro_overlay(host_path);
+      }
+    } else {
+      ro_file(host_path);
+    }
+  }
+
+  void mask(const std::string& host_path) {
+    struct stat st {};
+    if (::lstat(host_path.c_str(), &st) != 0) return;
+    if (S_ISDIR(st.st_mode)) {
+      op({.kind = OpKind::Tmpfs, .src = "tmpfs", .dst = in_new(host_path), .data = "mode=000,size=4k,nr_inodes=2",
+          .flags = MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC});
+    } else {
+      op({.kind = OpKind::Bind, .src = k_denied_file, .dst = in_new(host_path)});
+      op({.kind = OpKind::ReadOnly, .dst = in_new(host_path)});
+    }
+  }
+
+  void rw_bind(const std::string& host_path) {
+    op({.kind = OpKind::Bind, .src = in_old(host_path), .dst = in_new(host_path), .recursive = true});
+  }
+
+  std::set<std::string> m_made;
+
+ private:
+  const policy::FsRules& m_fs;
+  const MountTable& m_mounts;
+  Plan m_plan;
+};
+
+}  // namespace
+
+std::string overlay_escape(const std::string& p) {
+  std::string out;
+  for (char c : p) {
+    if (c == ',' || c == ':' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+Plan build_plan(const policy::FsRules& fs, const MountTable& mounts, const std::string& cwd,
+                const PlanOptions& opts) {
+  Builder b(fs, mounts);
+  const std::set<std::string> special = {"/proc", "/sys", "/dev", "/tmp"};
+
+  // 1. The root.
+  bool skeleton = true;
+  if (fs.write_all && !fs.read_restricted) {
+    skeleton = false;
+    b.op({.kind = OpKind::Bind, .src = k_old, .dst = k_new, .recursive = true});
+    b.note("root: the host's root, read-write (bare --allow-write)");
+  } else {
+    b.op({.kind = OpKind::Tmpfs, .src = "tmpfs", .dst = k_new, .data = "mode=755", .flags = MS_NOSUID | MS_NODEV});
+    for (const auto& s : special) b.mkdir(s, s == "/tmp" ? 01777 : 0555);
+    if (!fs.read_restricted) {
+      b.ro_tree("/", special);
+      b.note("root: read-only overlays of the host's root");
+    } else {
+      for (const auto& link : fs.system_links) b.ro_tree(link, special);
+      for (const auto& r : fs.readable) {
+        if (special.count(r) != 0) continue;
+        bool is_dir = path::kind_of(r) == path::Kind::Directory;
+        b.mkdir_p(path::parent(r));
+        if (fs.write_all || std::find(fs.writable.begin(), fs.writable.end(), r) != fs.writable.end()) {
+          if (is_dir) {
+            b.mkdir(r);
+          } else {
+            b.file_mountpoint(r);
+          }
+          if (fs.write_all) b.rw_bind(r);
+          continue;  // the writable bind below mounts it
+        }
+        b.ro_tree(r, special);
+      }
+      b.mkdir_p("/var/tmp");
+      if (!path::is_under(cwd, "/proc") && !path::is_under(cwd, "/sys") && !path::is_under(cwd, "/dev")) {
+        b.mkdir_p(cwd);  // the command starts in its directory even when it is not readable
+      }
+      b.note("root: a skeleton with read-only overlays of the readable paths only");
+    }
+  }
+
+  // 2. /proc: a fresh instance for the new pid namespace; kernel knobs stay read-only.
+  b.op({.kind = OpKind::Proc, .dst = in_new("/proc"), .flags = MS_NOSUID | MS_NODEV | MS_NOEXEC});
+  for (const char* p : {"/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs"}) {
+    b.op({.kind = OpKind::Bind, .src = in_new(p), .dst = in_new(p), .optional = true});
+    b.op({.kind = OpKind::ReadOnly, .dst = in_new(p), .optional = true});
+  }
+
+  // 3. /sys, read-only. Its network directories describe the host's interfaces, so they
+  //    are only meaningful (and only shown) when the network is the host's.
+  (void)opts.share_host_net;
+  b.op({.kind = OpKind::Bind, .src = in_old("/sys"), .dst = in_new("/sys"), .recursive = true, .optional = true});
+  b.op({.kind = OpKind::ReadOnly, .dst = in_new("/sys"), .recursive = true, .optional = true});
+
+  // 4. A minimal /dev.
+  b.op({.kind = OpKind::Tmpfs, .src = "tmpfs", .dst = in_new("/dev"), .data = "mode=755", .flags = MS_NOSUID | MS_NOEXEC});
+  for (const char* dev : {"null", "zero", "full", "random", "urandom", "tty"}) {
+    std::string d = std::string("/dev/") + dev;
+    b.op({.kind = OpKind::File, .dst = in_new(d), .mode = 0666});
+    b.op({.kind = OpKind::Bind, .src = in_old(d), .dst = in_new(d)});
+  }
+  b.op({.kind = OpKind::Mkdir, .dst = in_new("/dev/pts"), .mode = 0755});
+  b.op({.kind = OpKind::Devpts, .dst = in_new("/dev/pts"), .data = "newinstance,ptmxmode=0666,mode=620", .flags = MS_NOSUID | MS_NOEXEC});
+  b.op({.kind = OpKind::Symlink, .src = "pts/ptmx", .dst = in_new("/dev/ptmx")});
+  b.op({.kind = OpKind::Mkdir, .dst = in_new("/dev/shm"), .mode = 01777});
+  if (fs.shm_writable) {
+    b.op({.kind = OpKind::Bind, .src = in_old("/dev/shm"), .dst = in_new("/dev/shm"), .optional = true});
+  } else {
+    b.op({.kind = OpKind::Tmpfs, .src = "tmpfs", .dst = in_new("/dev/shm"), .data = "mode=1777", .flags = MS_NOSUID | MS_NODEV});
+  }
+  for (auto [link, target] : {std::pair{"fd", "/proc/self/fd"}, {"stdin", "/proc/self/fd/0"},
+                              {"stdout", "/proc/self/fd/1"}, {"stderr", "/proc/self/fd/2"}}) {
+    b.op({.kind = OpKind::Symlink, .src = target, .dst = in_new(std::string("/dev/") + link)});
+  }
+
+  // 5. Scratch /tmp and /var/tmp: the host's files, writes into a throw-away layer.
+  auto scratch = [&](const std::string& dir, const std::string& tag, bool really_writable) {
+    if (path::kind_of(dir) != path::Kind::Directory) return;
+    if (really_writable) {
+      if (skeleton) b.rw_bind(dir);
+      return;
+    }
+    std::string up = std::string(k_internal) + "/scratch/" + tag + "/upper";
+    std::string work = std::string(k_internal) + "/scratch/" + tag + "/work";
+    bool host_content = fs.scratch_host_content;
+    if (host_content && mounts.has_mounts_below(dir)) {
+      host_content = false;
+      b.note("scratch " + dir + " starts empty: the host has mounts below it");
+    }
+    if (host_content) {
+      b.op({.kind = OpKind::Overlay,
+            .dst = in_new(dir),
+            .data = "lowerdir=" + overlay_escape(in_old(dir)) + ",upperdir=" + up + ",workdir=" + work + ",userxattr",
+            .flags = MS_NOSUID | MS_NODEV});
+    } else {
+      b.op({.kind = OpKind::Tmpfs, .src = "tmpfs", .dst = in_new(dir), .data = "mode=1777", .flags = MS_NOSUID | MS_NODEV});
+    }
+  };
+  scratch("/tmp", "tmp", fs.tmp_writable);
+  scratch("/var/tmp", "vartmp", fs.var_tmp_writable);
+
+  // 6. Writable paths, then what must stay read-only inside them, then masks.
+  if (!fs.write_all) {
+    for (const auto& w : fs.writable) {
+      if (fs.read_restricted || w == "/tmp" || w == "/var/tmp" || path::is_under(w, "/tmp") || path::is_under(w, "/var/tmp")) {
+        if (path::kind_of(w) == path::Kind::Directory) {
+          b.op({.kind = OpKind::Mkdir, .dst = in_new(w), .mode = 0755, .optional = true});
+        }
+      }
+      b.rw_bind(w);
+    }
+  }
+  for (const auto& r : fs.read_only) b.ro_view(r);
+  for (const auto& s : fs.socket_dirs) b.ro_view(s);
+  for (const auto& m : fs.masked) b.mask(m);
+
+  // 7. Seal the skeletons.
+  if (skeleton) b.op({.kind = OpKind::ReadOnly, .dst = k_new});
+  b.op({.kind = OpKind::ReadOnly, .dst = in_new("/dev")});
+
+  Plan plan = b.take();
+  plan.scratch_dirs = {std::string(k_internal) + "/scratch/tmp/upper", std::string(k_internal) + "/scratch/tmp/work",
+                       std::string(k_internal) + "/scratch/vartmp/upper", std::string(k_internal) + "/scratch/vartmp/work"};
+  return plan;
+}
+
+std::string describe(const Op& op) {
+  auto q = [](const std::string& s) { return log::quote(s); };
+  switch (op.kind) {
+    case OpKind::Mkdir: return "mkdir " + q(op.dst);
+    case OpKind::File: return "create " + q(op.dst);
+    case OpKind::Symlink: return "symlink " + q(op.dst) + " -> " + q(op.src);
+    case OpKind::Tmpfs: return std::string("tmpfs") + ((op.flags & MS_RDONLY) ? " (ro)" : "") + " on " + q(op.dst);
+    case OpKind::Overlay:
+      return std::string("overlay") + ((op.flags & MS_RDONLY) ? " (ro)" : " (rw)") + " on " + q(op.dst) + " [" + op.data + "]";
+    case OpKind::Bind: return std::string(op.recursive ? "rbind " : "bind ") + q(op.src) + " on " + q(op.dst);
+    case OpKind::Proc: return "proc on " + q(op.dst);
+    case OpKind::Devpts: return "devpts on " + q(op.dst);
+    case OpKind::ReadOnly: return std::string("read-only") + (op.recursive ? " (recursive) " : " ") + q(op.dst);
+  }
+  return "?";
+}
+
+}  // namespace zb::overlay

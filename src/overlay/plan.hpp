@@ -1,0 +1,68 @@
+// The mount plan: the list of mount operations that builds the sandbox's root, computed
+// in the supervisor from FsRules and the host mount table (no privileges needed, so it
+// can be printed by --debug and unit-tested), and executed after clone() by mount.cpp.
+//
+// Paths in the plan are in the staging root the child pivots into first:
+//   /oldroot   the host's root, with all its mounts
+//   /newroot   the root being built for the command
+//   /.zb       zerobox's internals: an empty dir (second overlay lower), the mode-000
+//              file that masks denied files, and the scratch upper/work directories
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "overlay/mountinfo.hpp"
+#include "policy/policy.hpp"
+
+namespace zb::overlay {
+
+inline constexpr const char* k_old = "/oldroot";
+inline constexpr const char* k_new = "/newroot";
+inline constexpr const char* k_internal = "/.zb";
+inline constexpr const char* k_empty_dir = "/.zb/empty";
+inline constexpr const char* k_denied_file = "/.zb/denied";
+
+enum class OpKind {
+  Mkdir,      // mkdir dst (mode); an existing directory is fine
+  File,       // create an empty file dst (mode) as a mount point; existing is fine
+  Symlink,    // symlink src -> dst
+  Tmpfs,      // mount a tmpfs on dst (flags, data)
+  Overlay,    // mount an overlay on dst (data holds lowerdir/upperdir/workdir)
+  Bind,       // bind src onto dst (recursive when `recursive`)
+  Proc,       // mount a fresh proc on dst
+  Devpts,     // mount a new devpts instance on dst
+  ReadOnly,   // make the mount at dst read-only (mount_setattr; recursive when `recursive`)
+};
+
+struct Op {
+  OpKind kind = OpKind::Mkdir;
+  std::string src;
+  std::string dst;
+  std::string data;
+  unsigned long flags = 0;
+  unsigned mode = 0755;
+  bool recursive = false;
+  bool optional = false;  // failure is noted in --debug, not fatal
+};
+
+struct Plan {
+  std::vector<Op> ops;
+  std::vector<std::string> notes;  // decisions worth showing in --debug
+  std::vector<std::string> scratch_dirs;  // staging dirs to create before the ops run
+};
+
+struct PlanOptions {
+  bool share_host_net = false;  // /sys can only be bound when the net namespace is the host's
+};
+
+Plan build_plan(const policy::FsRules& fs, const MountTable& mounts, const std::string& cwd,
+                const PlanOptions& opts);
+
+// One line per op for --debug and error messages ("overlay (ro) /usr").
+std::string describe(const Op& op);
+
+// Escapes a path for overlayfs' option parser (',', ':' and '\' are special).
+std::string overlay_escape(const std::string& p);
+
+}  // namespace zb::overlay

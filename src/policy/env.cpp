@@ -1,0 +1,19 @@
+// Environment helpers shared by the CLI and the runner.
+#include <string>
+
+#include "policy/policy.hpp"
+
+namespace zb::policy {
+
+// A variable name as POSIX shells accept it: [A-Za-z_][A-Za-z0-9_]*.
+bool valid_env_name(const std::string& k) {
+  if (k.empty()) return false;
+  auto alpha = [](char ch) { return (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || ch == '_'; };
+  if (!alpha(k[0])) return false;
+  for (char ch : k) {
+    if (!alpha(ch) && !(ch >= '0' && ch <= '9')) return false;
+  }
+  return true;
+}
+
+}  // namespace zb::policy

@@ -1,0 +1,383 @@
+#include "policy/policy.hpp"
+
+#include <glob.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <set>
+
+#include "util/log.hpp"
+#include "util/path.hpp"
+
+namespace zb::policy {
+
+using zerobox::NetMode;
+using zerobox::Policy;
+using zerobox::SnapshotMode;
+
+const std::vector<std::string>& protected_write_names() {
+  static const std::vector<std::string> names = {
+      ".git/hooks", ".git/config", ".gitmodules",
+      // Shell start-up files run by the next interactive shell.
+      ".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile", ".zshrc",
+      ".zshenv", ".zprofile", ".zlogin", ".zlogout", ".cshrc", ".tcshrc", ".kshrc",
+      ".config/fish", ".envrc",
+      // Editor and agent configuration that can execute code.
+      ".vscode", ".idea", ".mcp.json", ".claude", ".codex", ".agents", ".cursor",
+      ".npmrc", ".gitconfig"};
+  return names;
+}
+
+const std::vector<std::string>& protected_read_paths() {
+  static const std::vector<std::string> paths = {
+      "~/.ssh", "~/.gnupg", "~/.aws", "~/.config/gcloud", "~/.kube",
+      "~/.docker/config.json", "~/.netrc", "~/.git-credentials", "~/.config/gh",
+      "~/.pypirc", "/etc/shadow", "/etc/gshadow", "/etc/ssh/*key*"};
+  return paths;
+}
+
+const std::vector<std::string>& system_read_paths() {
+  static const std::vector<std::string> paths = {"/usr", "/bin", "/sbin", "/lib", "/lib32",
+                                                 "/lib64", "/libx32", "/etc", "/opt"};
+  return paths;
+}
+
+Caller current_caller(const std::vector<std::string>& environ) {
+  Caller c;
+  for (const auto& kv : environ) {
+    auto eq = kv.find('=');
+    if (eq == std::string::npos) continue;
+    c.env.emplace(kv.substr(0, eq), kv.substr(eq + 1));
+  }
+  char buf[4096];
+  if (::getcwd(buf, sizeof buf) != nullptr) c.cwd = buf;
+  if (c.cwd.empty()) c.cwd = "/";
+  auto home = c.env.find("HOME");
+  c.home = home != c.env.end() && !home->second.empty() ? home->second : "/";
+  c.uid = ::getuid();
+  c.gid = ::getgid();
+  return c;
+}
+
+namespace {
+
+bool lexists(const std::string& p) {
+  struct stat st {};
+  return ::lstat(p.c_str(), &st) == 0;
+}
+
+// Canonicalises each path of a list in place. `must_exist`: a missing path is an error
+// unless its parent exists. `create_dirs`: such a path is created as a directory.
+Result<void> canonical_list(std::vector<std::string>& list, const char* flag, const Caller& c,
+                            bool must_exist, bool create_dirs) {
+  std::vector<std::string> out;
+  for (const auto& raw : list) {
+    if (raw.empty()) return fail_msg(std::string(flag) + ": empty path");
+    if (raw.find('\0') != std::string::npos) return fail_msg(std::string(flag) + ": path contains a NUL byte");
+    std::string abs = path::absolute(raw, c.cwd, c.home);
+    auto canon = path::canonicalize(abs);
+    if (!canon) return fail(std::string(flag) + " " + log::quote(raw), canon.error().err);
+    if (!canon->exists && must_exist) {
+      std::string parent = path::parent(canon->path);
+      if (path::kind_of(parent) != path::Kind::Directory) {
+        return fail(std::string(flag) + " " + log::quote(raw) + ": neither it nor its parent exists", ENOENT);
+      }
+      if (create_dirs) {
+        if (::mkdir(canon->path.c_str(), 0777) != 0 && errno != EEXIST) {
+          return fail(std::string(flag) + " " + log::quote(raw) + ": cannot create it");
+        }
+        log::debug("created " + log::quote(canon->path) + " for " + flag);
+      }
+    }
+    out.push_back(canon->path);
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  list = std::move(out);
+  return {};
+}
+
+}  // namespace
+
+Result<void> finalize(Policy& p, const Caller& c) {
+  if (p.argv.empty()) return fail_msg("no command given");
+  // -C
+  std::string cwd = p.cwd.empty() ? c.cwd : path::absolute(p.cwd, c.cwd, c.home);
+  auto canon_cwd = path::canonicalize(cwd);
+  if (!canon_cwd) return fail("working directory " + log::quote(cwd), canon_cwd.error().err);
+  if (!canon_cwd->exists) return fail("working directory " + log::quote(cwd), ENOENT);
+  if (path::kind_of(canon_cwd->path) != path::Kind::Directory) return fail("working directory " + log::quote(cwd), ENOTDIR);
+  p.cwd = canon_cwd->path;
+  Caller at_cwd = c;  // relative paths are relative to the caller's directory, not -C
+
+  if (p.allow_all) {
+    p.write_all = true;
+    p.read_restricted = false;
+    p.allow_read.clear();
+    if (p.net == NetMode::None) p.net = NetMode::Host;
+  }
+  if (auto r = canonical_list(p.allow_read, "--allow-read", at_cwd, true, false); !r) return r;
+  if (auto r = canonical_list(p.allow_write, "--allow-write", at_cwd, true, true); !r) return r;
+  if (auto r = canonical_list(p.deny_read, "--deny-read", at_cwd, false, false); !r) return r;
+  if (auto r = canonical_list(p.deny_write, "--deny-write", at_cwd, false, false); !r) return r;
+  for (auto& s : p.snapshot_paths) s = path::absolute(s, c.cwd, c.home);
+
+  for (const auto& d : p.deny_read) {
+    if (path::is_under(p.cwd, d)) {
+      return fail_msg("working directory " + log::quote(p.cwd) + " is inside denied path " + log::quote(d));
+    }
+  }
+  if (!p.allow_net.empty() || !p.deny_net.empty() || !p.secrets.empty()) p.net = NetMode::Filtered;
+  if (p.net == NetMode::Filtered && !p.no_sandbox) {
+    return fail_msg("filtered network (--allow-net=DOMAINS, --deny-net, --secret) is not available in this build");
+  }
+  if (p.snapshot != SnapshotMode::Off) {
+    return fail_msg("snapshots (--snapshot, --restore, --review) are not available in this build");
+  }
+  return {};
+}
+
+namespace {
+
+void sort_unique(std::vector<std::string>& v) {
+  std::sort(v.begin(), v.end());
+  v.erase(std::unique(v.begin(), v.end()), v.end());
+}
+
+// Drops paths that lie under another path of the same list.
+void drop_nested(std::vector<std::string>& v) {
+  sort_unique(v);
+  std::vector<std::string> out;
+  for (const auto& p : v) {
+    if (!out.empty() && path::is_under(p, out.back())) continue;
+    out.push_back(p);
+  }
+  v = std::move(out);
+}
+
+bool under_any(const std::string& p, const std::vector<std::string>& roots) {
+  return std::any_of(roots.begin(), roots.end(), [&](const std::string& r) { return path::is_under(p, r); });
+}
+
+bool named(const std::string& p, const std::vector<std::string>& list) {
+  return std::find(list.begin(), list.end(), p) != list.end();
+}
+
+// The top of the git work tree that contains dir, if any.
+std::string git_toplevel(std::string dir) {
+  for (;;) {
+    if (lexists(path::join(dir, ".git"))) return dir;
+    if (dir == "/") return {};
+    dir = path::parent(dir);
+  }
+}
+
+}  // namespace
+
+std::string resolve_command(const std::string& name, const std::string& path_env, const std::string& cwd) {
+  auto usable = [](const std::string& p) {
+    struct stat st {};
+    return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+  };
+  if (name.find('/') != std::string::npos) {
+    std::string abs = path::absolute(name, cwd, "/");
+    return usable(abs) ? abs : std::string();
+  }
+  size_t start = 0;
+  while (start <= path_env.size()) {
+    size_t end = path_env.find(':', start);
+    if (end == std::string::npos) end = path_env.size();
+    std::string dir = path_env.substr(start, end - start);
+    if (dir.empty()) dir = cwd;
+    std::string cand = path::absolute(path::join(dir, name), cwd, "/");
+    if (usable(cand) && ::access(cand.c_str(), X_OK) == 0) return cand;
+    start = end + 1;
+  }
+  return {};
+}
+
+FsRules compute_fs(const Policy& p, const Caller& c) {
+  FsRules fs;
+  fs.write_all = p.write_all;
+  fs.read_restricted = p.read_restricted;
+
+  auto path_it = c.env.find("PATH");
+  std::string path_env = path_it != c.env.end() ? path_it->second : "/usr/local/bin:/usr/bin:/bin";
+  for (const auto& kv : p.env_set) {
+    if (kv.first == "PATH") path_env = kv.second;
+  }
+  if (!p.argv.empty()) {
+    std::string bin = resolve_command(p.argv[0], path_env, p.cwd);
+    if (!bin.empty()) {
+      auto canon = path::canonicalize(bin);
+      fs.binary = canon ? canon->path : bin;
+    }
+  }
+
+  // Deny lists win over allow lists.
+  std::vector<std::string> deny_read = p.deny_read;
+  std::vector<std::string> deny_write = p.deny_write;
+  for (const auto& w : p.allow_write) {
+    if (under_any(w, deny_write) || under_any(w, deny_read)) continue;
+    fs.writable.push_back(w);
+  }
+  sort_unique(fs.writable);
+
+  if (fs.read_restricted) {
+    for (const auto& sp : system_read_paths()) {
+      struct stat st {};
+      if (::lstat(sp.c_str(), &st) != 0) continue;
+      if (S_ISLNK(st.st_mode)) {
+        fs.system_links.push_back(sp);
+        auto canon = path::canonicalize(sp);
+        if (canon && canon->exists) fs.readable.push_back(canon->path);
+      } else {
+        fs.readable.push_back(sp);
+      }
+    }
+    for (const auto& r : p.allow_read) {
+      if (lexists(r)) fs.readable.push_back(r);
+    }
+    for (const auto& w : fs.writable) fs.readable.push_back(w);
+    if (!fs.binary.empty()) fs.readable.push_back(fs.binary);
+    drop_nested(fs.readable);
+    fs.scratch_host_content = under_any("/tmp", fs.readable);
+  }
+  auto visible = [&](const std::string& x) { return !fs.read_restricted || under_any(x, fs.readable); };
+
+  if (fs.write_all) {
+    fs.tmp_writable = fs.var_tmp_writable = fs.shm_writable = true;
+  }
+
+  // Masks: --deny-read, then the protected secrets.
+  std::vector<std::string> masked;
+  for (const auto& d : deny_read) {
+    if (lexists(d) && visible(d)) masked.push_back(d);
+  }
+  if (p.protect) {
+    for (const auto& raw : protected_read_paths()) {
+      std::string abs = path::absolute(raw, c.cwd, c.home);
+      std::vector<std::string> matches;
+      if (abs.find('*') != std::string::npos) {
+        glob_t g{};
+        if (::glob(abs.c_str(), GLOB_NOSORT, nullptr, &g) == 0) {
+          for (size_t i = 0; i < g.gl_pathc; ++i) matches.emplace_back(g.gl_pathv[i]);
+        }
+        ::globfree(&g);
+      } else {
+        matches.push_back(abs);
+      }
+      for (auto& m : matches) {
+        auto canon = path::canonicalize(m);
+        if (!canon || !canon->exists) continue;
+        if (named(canon->path, p.allow_read) || named(canon->path, p.allow_write)) continue;
+        if (visible(canon->path)) masked.push_back(canon->path);
+      }
+    }
+  }
+  drop_nested(masked);
+  fs.masked = masked;
+
+  // Read-only views: --deny-write, then protected names inside writable roots.
+  std::vector<std::string> ro;
+  auto writable_at = [&](const std::string& x) {
+    if (under_any(x, fs.masked)) return false;
+    if (fs.write_all) return visible(x);
+    return under_any(x, fs.writable);
+  };
+  for (const auto& d : deny_write) {
+    if (lexists(d) && writable_at(d)) ro.push_back(d);
+  }
+  if (p.protect) {
+    std::vector<std::string> roots;
+    for (const auto& w : fs.writable) {
+      if (path::kind_of(w) == path::Kind::Directory) roots.push_back(w);
+    }
+    for (const std::string& extra : {c.home, p.cwd, git_toplevel(p.cwd)}) {
+      if (!extra.empty() && writable_at(extra)) roots.push_back(extra);
+    }
+    sort_unique(roots);
+    for (const auto& root : roots) {
+      for (const auto& name : protected_write_names()) {
+        std::string full = path::join(root, name);
+        if (named(full, p.allow_write)) continue;
+        if (!writable_at(full)) continue;
+        if (lexists(full)) {
+          ro.push_back(full);
+        } else {
+          fs.absent_protected.push_back(full);
+        }
+      }
+    }
+  }
+  drop_nested(ro);
+  fs.read_only = ro;
+  sort_unique(fs.absent_protected);
+
+  // With everything writable, host sockets live in plain binds: cover the usual socket
+  // directories with read-only overlay views, where connect() is refused.
+  if (fs.write_all) {
+    std::vector<std::string> dirs = {"/run", "/var/run", "/tmp/.X11-unix", "/tmp/.ICE-unix"};
+    auto xdg = c.env.find("XDG_RUNTIME_DIR");
+    if (xdg != c.env.end() && !xdg->second.empty()) dirs.push_back(xdg->second);
+    for (const auto& d : dirs) {
+      auto canon = path::canonicalize(d);
+      if (!canon || !canon->exists || path::kind_of(canon->path) != path::Kind::Directory) continue;
+      if (named(canon->path, p.allow_write) || under_any(canon->path, fs.masked)) continue;
+      fs.socket_dirs.push_back(canon->path);
+    }
+    drop_nested(fs.socket_dirs);
+  }
+  return fs;
+}
+
+std::vector<std::string> build_env(const Policy& p, const Caller& c) {
+  static const char* const k_default[] = {"PATH", "HOME", "USER", "SHELL", "TERM", "LANG"};
+  std::map<std::string, std::string> env;
+  if (p.env_all) {
+    env = c.env;
+  } else {
+    for (const char* k : k_default) {
+      auto it = c.env.find(k);
+      if (it != c.env.end()) env.insert(*it);
+    }
+    for (const auto& k : p.allow_env) {
+      auto it = c.env.find(k);
+      if (it != c.env.end()) env.insert(*it);
+    }
+  }
+  for (const auto& k : p.deny_env) env.erase(k);
+  for (const auto& kv : p.env_set) env[kv.first] = kv.second;
+  std::vector<std::string> out;
+  out.reserve(env.size());
+  for (const auto& kv : env) out.push_back(kv.first + "=" + kv.second);
+  return out;
+}
+
+std::vector<std::string> describe(const Policy& p, const FsRules& fs) {
+  std::vector<std::string> out;
+  auto list = [](const std::vector<std::string>& v) {
+    if (v.empty()) return std::string("(none)");
+    std::string s;
+    for (const auto& x : v) {
+      if (!s.empty()) s += ", ";
+      s += log::quote(x);
+    }
+    return s;
+  };
+  out.push_back("policy: command " + list(p.argv) + " in " + log::quote(p.cwd));
+  out.push_back(std::string("policy: read ") + (fs.read_restricted ? "restricted to " + list(fs.readable) : "everything"));
+  out.push_back(std::string("policy: write ") + (fs.write_all ? "everything" : list(fs.writable)));
+  out.push_back("policy: read-only inside writable: " + list(fs.read_only));
+  out.push_back("policy: unreadable: " + list(fs.masked));
+  if (!fs.absent_protected.empty()) out.push_back("policy: protected but absent: " + list(fs.absent_protected));
+  const char* net = p.net == NetMode::None ? "none (loopback only)" : p.net == NetMode::Host ? "host network" : "filtered";
+  out.push_back(std::string("policy: network ") + net);
+  out.push_back(std::string("policy: environment ") + (p.env_all ? "all inherited" : "PATH HOME USER SHELL TERM LANG") +
+                (p.allow_env.empty() ? "" : " + " + list(p.allow_env)) +
+                (p.deny_env.empty() ? "" : " - " + list(p.deny_env)));
+  return out;
+}
+
+}  // namespace zb::policy

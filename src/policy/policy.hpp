@@ -1,0 +1,70 @@
+// Validation and canonicalisation of a Policy, and the filesystem rules derived from it.
+// Touches the filesystem only through stat/lstat/realpath (and mkdir for an --allow-write
+// path whose parent exists, which CLI.md asks for).
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "util/error.hpp"
+#include "zerobox/policy.hpp"
+
+namespace zb::policy {
+
+// What zerobox knows about the caller.
+struct Caller {
+  std::string cwd;
+  std::string home;
+  unsigned uid = 0;
+  unsigned gid = 0;
+  std::map<std::string, std::string> env;
+};
+
+Caller current_caller(const std::vector<std::string>& environ);
+
+// Checks the policy against the machine and rewrites every path to its canonical
+// absolute form. A failure here is a setup error (exit 125) with a one-line message.
+Result<void> finalize(zerobox::Policy& p, const Caller& caller);
+
+// Write-protected names, relative to each writable root (CLI.md "Protected paths").
+const std::vector<std::string>& protected_write_names();
+// Read-protected paths; "~/" is the caller's home. "/etc/ssh/*key*" is a glob.
+const std::vector<std::string>& protected_read_paths();
+// System paths that stay readable under --allow-read.
+const std::vector<std::string>& system_read_paths();
+
+// The filesystem view, in absolute canonical host paths.
+struct FsRules {
+  bool read_restricted = false;
+  std::vector<std::string> readable;      // roots to expose when read_restricted
+  std::vector<std::string> system_links;  // symlinks like /bin -> usr/bin to recreate
+  bool write_all = false;
+  std::vector<std::string> writable;    // existing paths bound read-write
+  std::vector<std::string> read_only;   // existing paths forced read-only (deny-write, protected)
+  std::vector<std::string> masked;      // existing paths that cannot be read
+  std::vector<std::string> socket_dirs; // read-only views that block host unix sockets
+  bool scratch_host_content = true;     // scratch /tmp shows the host's /tmp
+  bool tmp_writable = false;            // /tmp really writable (bare --allow-write or named)
+  bool var_tmp_writable = false;
+  bool shm_writable = false;
+  std::vector<std::string> absent_protected;  // protected names that do not exist yet
+  std::string binary;                   // the command's resolved path, if found
+};
+
+FsRules compute_fs(const zerobox::Policy& p, const Caller& caller);
+
+// Resolves argv[0] against PATH the way execvp does; empty when not found.
+std::string resolve_command(const std::string& name, const std::string& path_env,
+                            const std::string& cwd);
+
+// The environment the command sees, as "K=V" strings.
+std::vector<std::string> build_env(const zerobox::Policy& p, const Caller& caller);
+
+// True for a POSIX variable name ([A-Za-z_][A-Za-z0-9_]*).
+bool valid_env_name(const std::string& k);
+
+// Human-readable summary of the effective policy for --debug.
+std::vector<std::string> describe(const zerobox::Policy& p, const FsRules& fs);
+
+}  // namespace zb::policy

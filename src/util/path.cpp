@@ -1,0 +1,118 @@
+#include "util/path.hpp"
+
+#include <limits.h>
+#include <sys/stat.h>
+
+#include <cstdlib>
+
+namespace zb::path {
+
+std::string join(std::string_view a, std::string_view b) {
+  std::string out(a);
+  while (!b.empty() && b.front() == '/') b.remove_prefix(1);
+  if (b.empty()) return out.empty() ? "/" : out;
+  if (out.empty() || out.back() != '/') out += '/';
+  out += b;
+  return out;
+}
+
+std::string normalize(std::string_view p) {
+  std::vector<std::string_view> parts;
+  size_t i = 0;
+  while (i < p.size()) {
+    while (i < p.size() && p[i] == '/') ++i;
+    size_t j = i;
+    while (j < p.size() && p[j] != '/') ++j;
+    std::string_view part = p.substr(i, j - i);
+    if (part.empty() || part == ".") {
+      // skip
+    } else if (part == "..") {
+      if (!parts.empty()) parts.pop_back();
+    } else {
+      parts.push_back(part);
+    }
+    i = j;
+  }
+  std::string out;
+  for (auto part : parts) {
+    out += '/';
+    out += part;
+  }
+  return out.empty() ? "/" : out;
+}
+
+bool is_under(std::string_view p, std::string_view root) {
+  if (root == "/") return !p.empty() && p.front() == '/';
+  if (p.size() < root.size() || p.compare(0, root.size(), root) != 0) return false;
+  return p.size() == root.size() || p[root.size()] == '/';
+}
+
+std::string parent(std::string_view p) {
+  auto pos = p.find_last_of('/');
+  if (pos == std::string_view::npos || pos == 0) return "/";
+  return std::string(p.substr(0, pos));
+}
+
+std::string absolute(std::string_view p, std::string_view cwd, std::string_view home) {
+  std::string s;
+  if (p == "~") {
+    s = home;
+  } else if (p.starts_with("~/")) {
+    s = join(home, p.substr(2));
+  } else if (!p.empty() && p.front() == '/') {
+    s = p;
+  } else {
+    s = join(cwd, p);
+  }
+  return normalize(s);
+}
+
+Result<Canonical> canonicalize(std::string_view abs) {
+  // Walk up until an existing prefix is found, realpath it, then re-append the tail.
+  std::string head(abs);
+  std::string tail;
+  for (;;) {
+    char buf[PATH_MAX];
+    if (::realpath(head.c_str(), buf) != nullptr) {
+      std::string base(buf);
+      Canonical c;
+      c.exists = tail.empty();
+      c.path = tail.empty() ? base : normalize(join(base, tail));
+      return c;
+    }
+    if (errno != ENOENT && errno != ENOTDIR) return fail("realpath " + head);
+    if (head == "/") return fail("realpath /");
+    auto slash = head.find_last_of('/');
+    std::string name = head.substr(slash + 1);
+    tail = tail.empty() ? name : name + "/" + tail;
+    head = slash == 0 ? "/" : head.substr(0, slash);
+  }
+}
+
+Kind kind_of(const std::string& p) {
+  struct stat st {};
+  if (::stat(p.c_str(), &st) != 0) return Kind::Missing;
+  if (S_ISDIR(st.st_mode)) return Kind::Directory;
+  if (S_ISREG(st.st_mode)) return Kind::File;
+  return Kind::Other;
+}
+
+std::vector<std::string> split_list(std::string_view s) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '\\' && i + 1 < s.size() && s[i + 1] == ',') {
+      cur += ',';
+      ++i;
+    } else if (s[i] == ',') {
+      out.push_back(std::move(cur));
+      cur.clear();
+    } else {
+      cur += s[i];
+    }
+  }
+  out.push_back(std::move(cur));
+  return out;
+}
+
+}  // namespace zb::path
