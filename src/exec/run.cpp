@@ -167,9 +167,7 @@ int run(Policy p, const std::vector<std::string>& environ) {
     log::warning("Landlock is unavailable: writes are fenced by the mount view alone");
   }
   spec.landlock = zb::exec::make_landlock_plan(fs, abi);
-  auto filter = zb::exec::build_seccomp_filter();
-  if (!filter) return setup_failed(status, "seccomp filter: " + filter.error().message());
-  spec.seccomp = std::move(*filter);
+  spec.seccomp = zb::exec::embedded_seccomp_filter();
 
   if (log::debug_enabled()) {
     for (const auto& line : zb::policy::describe(p, fs)) log::debug(line);
@@ -178,7 +176,7 @@ int run(Policy p, const std::vector<std::string>& environ) {
     for (const auto& op : spec.plan.ops) log::debug("mount plan: " + zb::overlay::describe(op));
     for (const auto& n : spec.plan.notes) log::debug("mount plan: " + n);
     log::debug(zb::exec::describe(spec.landlock));
-    log::debug("seccomp: " + std::to_string(spec.seccomp.size()) + " BPF instructions (libseccomp)");
+    log::debug("seccomp: " + std::to_string(spec.seccomp.size()) + " BPF instructions (compiled by libseccomp at build time)");
     log::debug("environment: " + std::to_string(env.size()) + " variables");
   }
 

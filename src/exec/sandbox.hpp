@@ -8,6 +8,7 @@
 #include <sys/types.h>
 
 #include <functional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -25,7 +26,7 @@ struct SandboxSpec {
   std::vector<std::string> exec_candidates;  // argv[0], or each PATH dir + "/" + argv[0]
   bool new_net = true;
   LandlockPlan landlock;
-  std::vector<sock_filter> seccomp;  // empty: no filter
+  std::span<const sock_filter> seccomp;  // empty: no filter
 };
 
 enum class Outcome { Exited, Signaled, SetupFailed, ExecFailed };

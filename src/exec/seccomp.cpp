@@ -107,9 +107,5 @@ Result<std::vector<sock_filter>> build_seccomp_filter() {
   return prog;
 }
 
-int apply_seccomp(const std::vector<sock_filter>& filter) {
-  sock_fprog prog{static_cast<unsigned short>(filter.size()), const_cast<sock_filter*>(filter.data())};
-  return ::prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0);
-}
 
 }  // namespace zb::exec

@@ -3,6 +3,7 @@
 
 #include <linux/filter.h>
 
+#include <span>
 #include <vector>
 
 #include "util/error.hpp"
@@ -14,7 +15,10 @@ namespace zb::exec {
 // process on a foreign ABI (i386, x32).
 Result<std::vector<sock_filter>> build_seccomp_filter();
 
-// Loads a filter built by build_seccomp_filter(). Requires no_new_privs. No allocation.
-int apply_seccomp(const std::vector<sock_filter>& filter);
+// The same filter, compiled at build time by zb_seccomp_gen (what zerobox loads).
+std::span<const sock_filter> embedded_seccomp_filter();
+
+// Loads a BPF program. Requires no_new_privs. No allocation.
+int apply_seccomp(std::span<const sock_filter> filter);
 
 }  // namespace zb::exec
