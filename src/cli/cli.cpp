@@ -243,12 +243,18 @@ Parsed parse_args(const std::vector<std::string>& raw_args, const std::vector<st
     p.status_fd = fd;
   }
 
-  p.argv = app.remaining();
-  // CLI11 keeps the "--" that ended the options; the command starts after it.
-  if (!p.argv.empty() && p.argv.front() == "--" && std::find(args.begin(), args.end(), "--") != args.end()) {
-    size_t first_positional = args.size() - p.argv.size();
-    if (args[first_positional] == "--") p.argv.erase(p.argv.begin());
+  // CLI11 leaves everything from the first word it did not take: "--" and the command,
+  // the command alone, or an option it did not recognise.
+  std::vector<std::string> rest = app.remaining();
+  if (!rest.empty()) {
+    const std::string& first = args[args.size() - rest.size()];
+    if (first == "--") {
+      rest.erase(rest.begin());
+    } else if (first.size() > 1 && first[0] == '-') {
+      throw UsageError{"unrecognized option '" + first + "'"};
+    }
   }
+  p.argv = std::move(rest);
   if (p.argv.empty()) throw UsageError{"no command given"};
   return out;
 }

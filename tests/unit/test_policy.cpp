@@ -1,1 +1,165 @@
+// Tests for src/policy/policy.cpp
 #include <doctest/doctest.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+
+#include "policy/policy.hpp"
+#include "testutil.hpp"
+
+using namespace zb;
+
+namespace {
+policy::Caller caller_in(const std::string& cwd, const std::string& home) {
+  policy::Caller c;
+  c.cwd = cwd;
+  c.home = home;
+  c.env = {{"PATH", "/usr/bin:/bin"}, {"HOME", home}, {"USER", "u"}, {"SECRET", "x"}, {"LANG", "C"}};
+  return c;
+}
+bool has(const std::vector<std::string>& v, const std::string& s) { return std::find(v.begin(), v.end(), s) != v.end(); }
+}  // namespace
+
+TEST_CASE("finalize canonicalises allow paths and creates a missing leaf only for writes") {
+  test::TempDir t;
+  test::mkdirs(t / "a");
+  zerobox::Policy p;
+  p.argv = {"true"};
+  p.allow_write = {"a/../a", "newdir"};
+  auto c = caller_in(t.path(), t.path());
+  REQUIRE(policy::finalize(p, c));
+  CHECK(p.allow_write == std::vector<std::string>{t / "a", t / "newdir"});
+  struct stat st {};
+  CHECK(::stat((t / "newdir").c_str(), &st) == 0);
+}
+
+TEST_CASE("finalize refuses an allow path whose parent is missing, and a cwd inside a denied path") {
+  test::TempDir t;
+  auto c = caller_in(t.path(), t.path());
+  zerobox::Policy p;
+  p.argv = {"true"};
+  p.allow_write = {"no/such"};
+  auto r = policy::finalize(p, c);
+  REQUIRE_FALSE(r);
+  CHECK(r.error().message().find("--allow-write") != std::string::npos);
+
+  zerobox::Policy q;
+  q.argv = {"true"};
+  q.deny_read = {t.path()};
+  auto r2 = policy::finalize(q, c);
+  REQUIRE_FALSE(r2);
+  CHECK(r2.error().message().find("inside denied path") != std::string::npos);
+
+  zerobox::Policy m;
+  m.argv = {"true"};
+  m.cwd = t / "missing";
+  CHECK_FALSE(policy::finalize(m, c));
+}
+
+TEST_CASE("filtered network and snapshots are refused with a clear message until they land") {
+  test::TempDir t;
+  auto c = caller_in(t.path(), t.path());
+  zerobox::Policy p;
+  p.argv = {"true"};
+  p.allow_net = {"example.com"};
+  auto r = policy::finalize(p, c);
+  REQUIRE_FALSE(r);
+  CHECK(r.error().message().find("not available in this build") != std::string::npos);
+}
+
+TEST_CASE("protected names inside writable roots are read-only or reported absent") {
+  test::TempDir t;
+  test::mkdirs(t / "repo/.git/hooks");
+  test::write_file(t / "repo/.git/config", "");
+  test::write_file(t / "repo/.bashrc", "");
+  test::mkdirs(t / "home/.ssh");
+  auto c = caller_in(t / "repo", t / "home");
+  zerobox::Policy p;
+  p.argv = {"true"};
+  p.allow_write = {t / "repo"};
+  REQUIRE(policy::finalize(p, c));
+  auto fs = policy::compute_fs(p, c);
+  CHECK(has(fs.writable, t / "repo"));
+  CHECK(has(fs.read_only, t / "repo/.git/hooks"));
+  CHECK(has(fs.read_only, t / "repo/.git/config"));
+  CHECK(has(fs.read_only, t / "repo/.bashrc"));
+  CHECK(has(fs.absent_protected, t / "repo/.envrc"));
+  CHECK(has(fs.masked, t / "home/.ssh"));
+
+  SUBCASE("--no-protect lifts them") {
+    p.protect = false;
+    auto fs2 = policy::compute_fs(p, c);
+    CHECK(fs2.read_only.empty());
+    CHECK_FALSE(has(fs2.masked, t / "home/.ssh"));
+  }
+  SUBCASE("naming one explicitly lifts only that one") {
+    p.allow_write.push_back(t / "repo/.bashrc");
+    p.allow_read.push_back(t / "home/.ssh");
+    auto fs2 = policy::compute_fs(p, c);
+    CHECK_FALSE(has(fs2.read_only, t / "repo/.bashrc"));
+    CHECK(has(fs2.read_only, t / "repo/.git/hooks"));
+    CHECK_FALSE(has(fs2.masked, t / "home/.ssh"));
+  }
+}
+
+TEST_CASE("deny wins over allow") {
+  test::TempDir t;
+  test::mkdirs(t / "w/inner");
+  auto c = caller_in(t.path(), t.path());
+  zerobox::Policy p;
+  p.argv = {"true"};
+  p.allow_write = {t / "w/inner"};
+  p.deny_write = {t / "w"};
+  p.deny_read = {t / "w/inner"};
+  REQUIRE(policy::finalize(p, c));
+  auto fs = policy::compute_fs(p, c);
+  CHECK(fs.writable.empty());
+  CHECK(has(fs.masked, t / "w/inner"));
+}
+
+TEST_CASE("--allow-read keeps system paths and adds writable paths and the binary") {
+  test::TempDir t;
+  test::mkdirs(t / "data");
+  test::mkdirs(t / "out");
+  auto c = caller_in(t.path(), t.path());
+  zerobox::Policy p;
+  p.argv = {"sh"};
+  p.read_restricted = true;
+  p.allow_read = {t / "data"};
+  p.allow_write = {t / "out"};
+  REQUIRE(policy::finalize(p, c));
+  auto fs = policy::compute_fs(p, c);
+  CHECK(has(fs.readable, "/usr"));
+  CHECK(has(fs.readable, "/etc"));
+  CHECK(has(fs.readable, t / "data"));
+  CHECK(has(fs.readable, t / "out"));
+  CHECK_FALSE(fs.scratch_host_content);
+}
+
+TEST_CASE("build_env: the default allowlist, then allow, deny and set") {
+  auto c = caller_in("/", "/home/u");
+  zerobox::Policy p;
+  auto env = policy::build_env(p, c);
+  CHECK(has(env, "PATH=/usr/bin:/bin"));
+  CHECK(has(env, "USER=u"));
+  CHECK_FALSE(has(env, "SECRET=x"));
+  p.allow_env = {"SECRET"};
+  CHECK(has(policy::build_env(p, c), "SECRET=x"));
+  p.deny_env = {"SECRET", "USER"};
+  env = policy::build_env(p, c);
+  CHECK_FALSE(has(env, "SECRET=x"));
+  CHECK_FALSE(has(env, "USER=u"));
+  p.env_set = {{"NEW", "1"}, {"PATH", "/x"}};
+  env = policy::build_env(p, c);
+  CHECK(has(env, "NEW=1"));
+  CHECK(has(env, "PATH=/x"));
+  p.env_all = true;
+  p.deny_env = {};
+  CHECK(has(policy::build_env(p, c), "SECRET=x"));
+}
+
+TEST_CASE("resolve_command searches PATH like execvp") {
+  CHECK(policy::resolve_command("sh", "/nonexistent:/bin:/usr/bin", "/") != "");
+  CHECK(policy::resolve_command("no-such-command-zb", "/bin:/usr/bin", "/") == "");
+  CHECK(policy::resolve_command("/bin/sh", "", "/") == "/bin/sh");
+}

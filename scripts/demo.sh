@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# A short demonstration: a write refused, an allowed write landing, and no network.
+set -uo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+zb=${ZEROBOX:-$root/build/zerobox}
+# Not under /tmp or /var/tmp: inside the sandbox those are scratch space, where writes
+# succeed but never reach the host.
+mkdir -p "$root/build"
+work=$(mktemp -d "$root/build/demo.XXXXXX")
+srv_pid=
+cleanup() { [ -n "$srv_pid" ] && kill "$srv_pid" 2>/dev/null; rm -rf "$work"; }
+trap cleanup EXIT
+
+show() {
+  local q
+  printf -v q '%q ' "$@"
+  printf '\n$ %s\n' "${q% }"
+  "$@" 2>&1
+  printf '(exit status %s)\n' "$?"
+}
+
+echo "zerobox $("$zb" --version | cut -d' ' -f2): deny by default."
+echo "hello" >"$work/notes.txt"
+
+show "$zb" -- sh -c "echo overwritten > $work/notes.txt"
+echo "host file still says: $(cat "$work/notes.txt")"
+
+mkdir "$work/out"
+show "$zb" --allow-write="$work/out" -- sh -c "echo built > $work/out/result.txt && echo wrote it"
+echo "host file now says: $(cat "$work/out/result.txt")"
+
+# A web server on the host's loopback: unreachable from the sandbox unless allowed.
+python3 -m http.server --bind 127.0.0.1 0 --directory "$work" >"$work/http.log" 2>&1 &
+srv_pid=$!
+port=
+for _ in $(seq 50); do
+  port=$(sed -n 's/.*port \([0-9]*\).*/\1/p' "$work/http.log" | head -1)
+  [ -n "$port" ] && break
+  sleep 0.1
+done
+show "$zb" -- curl -sS -m 3 -o /dev/null -w '%{http_code}\n' "http://127.0.0.1:$port/notes.txt"
+show "$zb" --allow-net -- curl -sS -m 3 -o /dev/null -w '%{http_code}\n' "http://127.0.0.1:$port/notes.txt"
+echo
+echo "More: $zb --help, docs/usage.md"
