@@ -91,12 +91,16 @@ LandlockPlan make_landlock_plan(const policy::FsRules& fs, int abi) {
   return plan;
 }
 
-int apply_landlock(const LandlockPlan& plan, int& failed_rule) {
+int apply_landlock(const LandlockPlan& plan, int tty_dir_fd, int& failed_rule) {
   failed_rule = -1;
   RulesetAttr attr{plan.handled_fs, 0, plan.scoped};
   size_t size = plan.abi >= 6 ? sizeof attr : sizeof(uint64_t);
   int ruleset = static_cast<int>(::syscall(k_sys_create, &attr, size, 0));
   if (ruleset < 0) return -1;
+  if (tty_dir_fd >= 0) {
+    PathBeneathAttr pb{(k_read_file | k_write_file) & plan.handled_fs, tty_dir_fd};
+    (void)::syscall(k_sys_add, ruleset, k_rule_path_beneath, &pb, 0);  // best effort
+  }
   for (size_t i = 0; i < plan.rules.size(); ++i) {
     const auto& rule = plan.rules[i];
     int fd = ::open(rule.path.c_str(), O_PATH | O_CLOEXEC);

@@ -31,7 +31,9 @@ LandlockPlan make_landlock_plan(const policy::FsRules& fs, int abi);
 // Applies the plan to the calling thread. Runs after clone() and after pivot_root: opens
 // each rule's path with O_PATH, adds it, restricts self. Requires no_new_privs.
 // Returns 0, or -1 with errno set (`failed_rule` names the rule, -1 for the ruleset).
-int apply_landlock(const LandlockPlan& plan, int& failed_rule);
+// `tty_dir_fd`, when >= 0, is the host's /dev/pts: its terminals may be reopened for
+// reading and writing (they are reachable only through fds the command inherited).
+int apply_landlock(const LandlockPlan& plan, int tty_dir_fd, int& failed_rule);
 
 std::string describe(const LandlockPlan& plan);
 

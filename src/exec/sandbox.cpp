@@ -65,12 +65,13 @@ void forward_to_init(int sig) {
   }
   if (s.landlock.abi > 0) {
     int failed_rule = -1;
-    if (apply_landlock(s.landlock, failed_rule) != 0) {
+    if (apply_landlock(s.landlock, mr.host_pts_fd, failed_rule) != 0) {
       send_msg(report_fd, k_msg_setup_failed, k_step_landlock, failed_rule, errno, 0);
       ::_exit(1);
     }
     send_msg(report_fd, k_msg_landlock, 0, 0, 0, s.landlock.abi);
   }
+  if (mr.host_pts_fd >= 0) ::close(mr.host_pts_fd);
   if (drop_all_capabilities() != 0) {
     send_msg(report_fd, k_msg_setup_failed, k_step_caps, -1, errno, 0);
     ::_exit(1);

@@ -109,6 +109,7 @@ bool execute_plan(const Plan& plan, const char* staging, const char* cwd, MountF
     }
   }
 
+  report.host_pts_fd = ::open("/oldroot/dev/pts", O_PATH | O_DIRECTORY | O_CLOEXEC);
   if (::umount2(k_old, MNT_DETACH) != 0) return failed(f, MountStep::DetachOld);
   if (::chdir(k_new) != 0) return failed(f, MountStep::PivotNew);
   // pivot_root(".", ".") stacks the staging root on top of the new one; detaching it

@@ -30,6 +30,10 @@ struct MountReport {
   int32_t skipped[k_max_skipped] = {};
   int32_t skipped_err[k_max_skipped] = {};
   int32_t n_skipped = 0;
+  // O_PATH fd of the host's /dev/pts, opened before the host root is detached: the
+  // command's inherited terminal lives there, and Landlock needs it to allow reopening
+  // that terminal through /dev/stdout (/proc/self/fd/N). -1 if it could not be opened.
+  int host_pts_fd = -1;
 };
 
 // `staging` is an existing host directory to mount the staging tmpfs on; `cwd` is the
