@@ -54,7 +54,7 @@ void forward_to_init(int sig) {
   overlay::MountFailure mf;
   overlay::MountReport mr;
   if (!overlay::execute_plan(s.plan, s.staging.c_str(), s.cwd.c_str(), mf, mr)) {
-    send_msg(report_fd, k_msg_setup_failed, k_step_mount, static_cast<int32_t>(mf.step) * 100000 + mf.index, mf.err, 0);
+    send_msg(report_fd, k_msg_setup_failed, k_step_mount, mf.index, mf.err, static_cast<int32_t>(mf.step));
     ::_exit(1);
   }
   for (int i = 0; i < mr.n_skipped; ++i) send_msg(report_fd, k_msg_skipped, 0, mr.skipped[i], mr.skipped_err[i], 0);
@@ -124,7 +124,7 @@ std::string step_text(const SandboxSpec& s, const ChildMsg& m) {
   switch (m.step) {
     case k_step_loopback: return "bring up loopback in the new network namespace: " + why;
     case k_step_mount: {
-      overlay::MountFailure f{static_cast<overlay::MountStep>(m.index / 100000), m.index % 100000, m.err};
+      overlay::MountFailure f{static_cast<overlay::MountStep>(m.value), m.index, m.err};
       return overlay::describe_failure(s.plan, f);
     }
     case k_step_caps: return "drop capabilities: " + why;

@@ -149,6 +149,25 @@ class Builder {
   Plan m_plan;
 };
 
+bool in_scratch(const std::string& p) { return path::is_under(p, "/tmp") || path::is_under(p, "/var/tmp"); }
+
+// Exposes one readable root of a --allow-read policy in the new root: read-only, or left
+// to the writable bind that follows when it is writable.
+void expose(Builder& b, const policy::FsRules& fs, const std::string& r, const std::set<std::string>& special) {
+  bool is_dir = path::kind_of(r) == path::Kind::Directory;
+  b.mkdir_p(path::parent(r));
+  if (fs.write_all || std::find(fs.writable.begin(), fs.writable.end(), r) != fs.writable.end()) {
+    if (is_dir) {
+      b.mkdir(r);
+    } else {
+      b.file_mountpoint(r);
+    }
+    if (fs.write_all) b.rw_bind(r);
+    return;
+  }
+  b.ro_tree(r, special);
+}
+
 }  // namespace
 
 std::string overlay_escape(const std::string& p) {
@@ -181,21 +200,12 @@ Plan build_plan(const policy::FsRules& fs, const MountTable& mounts, const std::
       for (const auto& link : fs.system_links) b.ro_tree(link, special);
       for (const auto& r : fs.readable) {
         if (special.count(r) != 0) continue;
-        bool is_dir = path::kind_of(r) == path::Kind::Directory;
-        b.mkdir_p(path::parent(r));
-        if (fs.write_all || std::find(fs.writable.begin(), fs.writable.end(), r) != fs.writable.end()) {
-          if (is_dir) {
-            b.mkdir(r);
-          } else {
-            b.file_mountpoint(r);
-          }
-          if (fs.write_all) b.rw_bind(r);
-          continue;  // the writable bind below mounts it
-        }
-        b.ro_tree(r, special);
+        if (in_scratch(r)) continue;  // mounted after the scratch layer, below
+        expose(b, fs, r, special);
       }
       b.mkdir_p("/var/tmp");
-      if (!path::is_under(cwd, "/proc") && !path::is_under(cwd, "/sys") && !path::is_under(cwd, "/dev")) {
+      if (!in_scratch(cwd) && !path::is_under(cwd, "/proc") && !path::is_under(cwd, "/sys") &&
+          !path::is_under(cwd, "/dev")) {
         b.mkdir_p(cwd);  // the command starts in its directory even when it is not readable
       }
       b.note("root: a skeleton with read-only overlays of the readable paths only");
@@ -261,6 +271,13 @@ Plan build_plan(const policy::FsRules& fs, const MountTable& mounts, const std::
   };
   scratch("/tmp", "tmp", fs.tmp_writable);
   scratch("/var/tmp", "vartmp", fs.var_tmp_writable);
+  if (fs.read_restricted) {
+    // Readable paths inside scratch directories go on top of the scratch layer.
+    for (const auto& r : fs.readable) {
+      if (in_scratch(r) && special.count(r) == 0) expose(b, fs, r, special);
+    }
+    if (in_scratch(cwd)) b.mkdir_p(cwd);
+  }
 
   // 6. Writable paths, then what must stay read-only inside them, then masks.
   if (!fs.write_all) {
