@@ -113,3 +113,21 @@ TEST_CASE("bare --allow-write binds the host root and covers socket directories"
 TEST_CASE("overlay_escape protects the option separators") {
   CHECK(overlay::overlay_escape("/a,b:c\\d") == "/a\\,b\\:c\\\\d");
 }
+
+TEST_CASE("--allow-read paths under /tmp are mounted on top of the scratch layer") {
+  test::TempDir t;  // under /tmp
+  test::mkdirs(t / "data");
+  policy::FsRules fs;
+  fs.read_restricted = true;
+  fs.scratch_host_content = false;
+  fs.readable = {"/usr", t / "data"};
+  auto plan = overlay::build_plan(fs, host_like(), t / "cwd", {});
+  long scratch = find(plan, OpKind::Tmpfs, "/newroot/tmp");
+  long data = find(plan, OpKind::Overlay, "/newroot" + (t / "data"));
+  long cwd = find(plan, OpKind::Mkdir, "/newroot" + (t / "cwd"));
+  REQUIRE(scratch >= 0);
+  REQUIRE(data >= 0);
+  REQUIRE(cwd >= 0);
+  CHECK(scratch < data);
+  CHECK(scratch < cwd);
+}
