@@ -8,11 +8,13 @@
 #include "cli/cli.hpp"
 #include "util/error.hpp"
 #include "util/log.hpp"
+#include "util/scrub.hpp"
 #include "zerobox/zerobox.hpp"
 
 extern char** environ;
 
 int main(int argc, char** argv) {
+  zb::scrub::remember(argc, argv, environ);
   std::vector<std::string> args(argv + 1, argv + argc);
   std::vector<std::string> env;
   for (char** e = environ; *e != nullptr; ++e) env.emplace_back(*e);

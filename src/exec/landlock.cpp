@@ -101,6 +101,19 @@ int apply_landlock(const LandlockPlan& plan, int tty_dir_fd, int& failed_rule) {
     PathBeneathAttr pb{(k_read_file | k_write_file) & plan.handled_fs, tty_dir_fd};
     (void)::syscall(k_sys_add, ruleset, k_rule_path_beneath, &pb, 0);  // best effort
   }
+  // The files the caller handed over as stdin/stdout/stderr may be reopened through
+  // /dev/stdout and friends, with the access the caller opened them with: a read-only
+  // stdin does not become writable that way.
+  for (int fd = 0; fd <= 2; ++fd) {
+    struct stat st {};
+    int fl = ::fcntl(fd, F_GETFL);
+    if (fl < 0 || ::fstat(fd, &st) != 0 || !(S_ISREG(st.st_mode) || S_ISCHR(st.st_mode))) continue;
+    uint64_t access = 0;
+    if ((fl & O_ACCMODE) != O_WRONLY) access |= k_read_file;
+    if ((fl & O_ACCMODE) != O_RDONLY) access |= k_write_file | k_truncate;
+    PathBeneathAttr pb{access & plan.handled_fs, fd};
+    (void)::syscall(k_sys_add, ruleset, k_rule_path_beneath, &pb, 0);  // best effort
+  }
   for (size_t i = 0; i < plan.rules.size(); ++i) {
     const auto& rule = plan.rules[i];
     int fd = ::open(rule.path.c_str(), O_PATH | O_CLOEXEC);

@@ -7,6 +7,7 @@
 
 #include <cstring>
 
+#include "exec/blocked.hpp"
 #include "exec/landlock.hpp"
 #include "exec/sandbox.hpp"
 #include "exec/seccomp.hpp"
@@ -184,14 +185,7 @@ int run(Policy p, const std::vector<std::string>& environ) {
   auto res = zb::exec::run_sandbox(spec, [&](long pid) { status.child_started(pid); });
   for (const auto& n : res.notes) log::debug(n);
   if (res.outcome == zb::exec::Outcome::SetupFailed) return setup_failed(status, res.message);
-  if (!fs.absent_protected.empty()) {
-    for (const auto& pth : fs.absent_protected) {
-      struct stat st {};
-      if (::lstat(pth.c_str(), &st) == 0) {
-        log::warning("the command created protected path " + log::quote(pth) + "; review it before use");
-      }
-    }
-  }
+  for (const auto& line : zb::exec::move_created_aside(fs.absent_protected)) log::warning(line);
   return finish(status, p.argv[0], res.outcome, res.code, res.sig, res.err);
 }
 

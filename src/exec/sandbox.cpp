@@ -20,6 +20,7 @@
 #include "overlay/mount.hpp"
 #include "util/fd.hpp"
 #include "util/log.hpp"
+#include "util/scrub.hpp"
 
 namespace zb::exec {
 namespace {
@@ -38,6 +39,10 @@ void forward_to_init(int sig) {
 [[noreturn]] void child_main(const SandboxSpec& s, int sync_fd, int report_fd, char* const* argv, char* const* envp,
                              char* const* candidates) {
   ::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+  // Not dumpable: the command (same uid) cannot open /proc/1/mem, environ or fd/ of
+  // its init, which hold the supervisor's memory and the report pipe.
+  ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+  scrub::wipe();
   // Wait for the uid/gid maps. EOF means the supervisor is gone.
   char go = 0;
   ssize_t n;
@@ -236,39 +241,52 @@ SandboxResult run_sandbox(const SandboxSpec& spec, const std::function<void(long
   (void)!::write(sync_w.get(), "1", 1);
   sync_w.reset();
 
-  bool got_final = false;
+  // Messages are checked against the order init sends them in: a forged or garbled
+  // message cannot turn a run into a setup error or a second start.
+  bool got_final = false, started = false;
+  auto op_ok = [&](int32_t i) { return i >= 0 && static_cast<size_t>(i) < spec.plan.ops.size(); };
   for (;;) {
     ChildMsg m{};
     ssize_t n = ::read(report_r.get(), &m, sizeof m);
     if (n < 0 && errno == EINTR) continue;
     if (n != static_cast<ssize_t>(sizeof m)) break;
+    if (got_final) continue;
     switch (m.type) {
       case k_msg_setup_failed:
+        if (started) break;
+        if (m.step == k_step_mount && m.index != -1 && !op_ok(m.index)) m.index = -1;
         res.outcome = Outcome::SetupFailed;
         res.message = step_text(spec, m);
         got_final = true;
         break;
       case k_msg_skipped:
-        if (m.index >= 0 && static_cast<size_t>(m.index) < spec.plan.ops.size()) {
+        if (!started && op_ok(m.index)) {
           res.notes.push_back("skipped optional " + overlay::describe(spec.plan.ops[static_cast<size_t>(m.index)]) + ": " +
                               std::strerror(m.err));
         }
         break;
-      case k_msg_landlock: res.notes.push_back("landlock: applied with ABI " + std::to_string(m.value)); break;
+      case k_msg_landlock:
+        if (!started) res.notes.push_back("landlock: applied with ABI " + std::to_string(m.value));
+        break;
       case k_msg_started:
+        if (started) break;
+        started = true;
         if (on_started) on_started(command_host_pid(static_cast<pid_t>(pid)));
         break;
       case k_msg_exec_failed:
+        if (!started) break;
         res.outcome = Outcome::ExecFailed;
         res.err = m.err;
         got_final = true;
         break;
       case k_msg_exited:
+        if (!started) break;
         res.outcome = Outcome::Exited;
-        res.code = m.value;
+        res.code = m.value & 0xff;
         got_final = true;
         break;
       case k_msg_signaled:
+        if (!started || m.value <= 0 || m.value >= 128) break;
         res.outcome = Outcome::Signaled;
         res.sig = m.value;
         got_final = true;

@@ -130,12 +130,13 @@ std::string describe_failure(const Plan& plan, const MountFailure& f) {
     case MountStep::Op:
       what = f.index >= 0 && static_cast<size_t>(f.index) < plan.ops.size() ? describe(plan.ops[static_cast<size_t>(f.index)]) : "mount";
       break;
+    default: what = "set up the mounts"; break;
     case MountStep::DetachOld: what = "detach the host root"; break;
     case MountStep::PivotNew: what = "pivot_root into the new root"; break;
     case MountStep::Chdir: what = "enter the working directory"; break;
   }
   std::string why = std::strerror(f.err);
-  if (f.step == MountStep::Op && f.index >= 0) {
+  if (f.step == MountStep::Op && f.index >= 0 && static_cast<size_t>(f.index) < plan.ops.size()) {
     const Op& op = plan.ops[static_cast<size_t>(f.index)];
     if (op.kind == OpKind::Overlay && f.err == ELOOP) why = "overlay layers overlap (ELOOP)";
     if (op.kind == OpKind::Overlay && f.err == EINVAL) why = "overlayfs refused these layers here (EINVAL)";

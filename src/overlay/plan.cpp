@@ -290,6 +290,27 @@ Plan build_plan(const policy::FsRules& fs, const MountTable& mounts, const std::
       b.rw_bind(w);
     }
   }
+  // A read-only path inside a writable one must keep its place: make each directory
+  // between them a mount point, which cannot be renamed or removed. Otherwise
+  // `mv .git .git.old; mkdir -p .git/hooks` would recreate a writable hooks directory.
+  std::set<std::string> anchors;
+  for (const auto& r : fs.read_only) {
+    std::string root;
+    if (fs.write_all) {
+      root = "/";
+    } else {
+      for (const auto& w : fs.writable) {
+        if (path::is_under(r, w) && w.size() > root.size()) root = w;
+      }
+      if (root.empty()) continue;
+    }
+    for (std::string a = path::parent(r); a != root && path::is_under(a, root) && a != "/"; a = path::parent(a)) {
+      anchors.insert(a);
+    }
+  }
+  for (const auto& a : anchors) {
+    b.op({.kind = OpKind::Bind, .src = in_new(a), .dst = in_new(a), .recursive = true});
+  }
   for (const auto& r : fs.read_only) b.ro_view(r);
   for (const auto& s : fs.socket_dirs) b.ro_view(s);
   for (const auto& m : fs.masked) b.mask(m);

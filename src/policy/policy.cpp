@@ -287,7 +287,15 @@ FsRules compute_fs(const Policy& p, const Caller& c) {
     return under_any(x, fs.writable);
   };
   for (const auto& d : deny_write) {
-    if (lexists(d) && writable_at(d)) ro.push_back(d);
+    if (!writable_at(d)) continue;
+    if (lexists(d)) {
+      ro.push_back(d);
+    } else {
+      fs.absent_protected.push_back(d);
+    }
+  }
+  for (const auto& d : deny_read) {
+    if (!lexists(d) && writable_at(d)) fs.absent_protected.push_back(d);
   }
   if (p.protect) {
     std::vector<std::string> roots;
@@ -315,17 +323,36 @@ FsRules compute_fs(const Policy& p, const Caller& c) {
   fs.read_only = ro;
   sort_unique(fs.absent_protected);
 
-  // With everything writable, host sockets live in plain binds: cover the usual socket
-  // directories with read-only overlay views, where connect() is refused.
-  if (fs.write_all) {
-    std::vector<std::string> dirs = {"/run", "/var/run", "/tmp/.X11-unix", "/tmp/.ICE-unix"};
-    auto xdg = c.env.find("XDG_RUNTIME_DIR");
-    if (xdg != c.env.end() && !xdg->second.empty()) dirs.push_back(xdg->second);
-    for (const auto& d : dirs) {
+  // Writable paths are plain binds, where connect() to a host socket works. Cover the
+  // usual socket directories that fall inside them with read-only overlay views.
+  {
+    std::vector<std::string> cands = {"/run", "/var/run"};
+    auto env = [&](const char* k) {
+      auto it = c.env.find(k);
+      return it == c.env.end() ? std::string() : it->second;
+    };
+    if (!env("XDG_RUNTIME_DIR").empty()) cands.push_back(env("XDG_RUNTIME_DIR"));
+    if (!env("SSH_AUTH_SOCK").empty()) cands.push_back(path::parent(path::absolute(env("SSH_AUTH_SOCK"), c.cwd, c.home)));
+    std::string tmux = env("TMUX");
+    if (!tmux.empty()) cands.push_back(path::parent(tmux.substr(0, tmux.find(','))));
+    bool tmp_open = fs.tmp_writable || under_any("/tmp", fs.writable) ||
+                    std::any_of(fs.writable.begin(), fs.writable.end(), [](const std::string& w) { return path::is_under(w, "/tmp"); });
+    if (tmp_open) {
+      for (const char* pattern : {"/tmp/.X11-unix", "/tmp/.ICE-unix", "/tmp/.XIM-unix", "/tmp/.font-unix", "/tmp/ssh-*",
+                                  "/tmp/tmux-*", "/tmp/vscode-*", "/tmp/dbus-*", "/tmp/.com.google.Chrome*"}) {
+        glob_t g{};
+        if (::glob(pattern, GLOB_NOSORT, nullptr, &g) == 0) {
+          for (size_t i = 0; i < g.gl_pathc; ++i) cands.emplace_back(g.gl_pathv[i]);
+        }
+        ::globfree(&g);
+      }
+    }
+    for (const auto& d : cands) {
       auto canon = path::canonicalize(d);
       if (!canon || !canon->exists || path::kind_of(canon->path) != path::Kind::Directory) continue;
       if (named(canon->path, p.allow_write) || under_any(canon->path, fs.masked)) continue;
-      fs.socket_dirs.push_back(canon->path);
+      bool writable = fs.write_all ? visible(canon->path) : under_any(canon->path, fs.writable);
+      if (writable) fs.socket_dirs.push_back(canon->path);
     }
     drop_nested(fs.socket_dirs);
   }

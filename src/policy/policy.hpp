@@ -48,7 +48,7 @@ struct FsRules {
   bool tmp_writable = false;            // /tmp really writable (bare --allow-write or named)
   bool var_tmp_writable = false;
   bool shm_writable = false;
-  std::vector<std::string> absent_protected;  // protected names that do not exist yet
+  std::vector<std::string> absent_protected;  // denied or protected paths that do not exist yet
   std::string binary;                   // the command's resolved path, if found
 };
 
