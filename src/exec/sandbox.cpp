@@ -39,10 +39,6 @@ void forward_to_init(int sig) {
 [[noreturn]] void child_main(const SandboxSpec& s, int sync_fd, int report_fd, char* const* argv, char* const* envp,
                              char* const* candidates) {
   ::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-  // Not dumpable: the command (same uid) cannot open /proc/1/mem, environ or fd/ of
-  // its init, which hold the supervisor's memory and the report pipe.
-  ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
-  scrub::wipe();
   // Wait for the uid/gid maps. EOF means the supervisor is gone.
   char go = 0;
   ssize_t n;
@@ -51,6 +47,11 @@ void forward_to_init(int sig) {
   } while (n < 0 && errno == EINTR);
   if (n != 1) ::_exit(1);
   ::close(sync_fd);
+  // Not dumpable (only now: the supervisor needed /proc/PID/uid_map): the command, with
+  // the same uid, cannot open /proc/1/mem, environ or fd/ of its init, which hold the
+  // supervisor's memory and the report pipe.
+  ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+  scrub::wipe();
 
   if (s.new_net && bring_up_loopback() != 0) {
     send_msg(report_fd, k_msg_setup_failed, k_step_loopback, -1, errno, 0);

@@ -1,5 +1,6 @@
 #include "policy/policy.hpp"
 
+#include <dirent.h>
 #include <glob.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -300,7 +301,21 @@ FsRules compute_fs(const Policy& p, const Caller& c) {
   if (p.protect) {
     std::vector<std::string> roots;
     for (const auto& w : fs.writable) {
-      if (path::kind_of(w) == path::Kind::Directory) roots.push_back(w);
+      if (path::kind_of(w) != path::Kind::Directory) continue;
+      roots.push_back(w);
+      // Git work trees one level down (a writable ~/src holding repositories) get the
+      // same protection. One directory read per writable root; deeper trees are not
+      // searched (docs/security.md).
+      if (DIR* d = ::opendir(w.c_str())) {
+        while (dirent* e = ::readdir(d)) {
+          if (e->d_type != DT_DIR && e->d_type != DT_UNKNOWN) continue;
+          std::string name = e->d_name;
+          if (name == "." || name == "..") continue;
+          std::string child = path::join(w, name);
+          if (lexists(path::join(child, ".git"))) roots.push_back(child);
+        }
+        ::closedir(d);
+      }
     }
     for (const std::string& extra : {c.home, p.cwd, git_toplevel(p.cwd)}) {
       if (!extra.empty() && writable_at(extra)) roots.push_back(extra);

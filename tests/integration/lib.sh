@@ -1,0 +1,226 @@
+# Assertion library for the integration tests; sourced by every t_*.sh.
+# The runner (run-as.sh) exports ZEROBOX, PROBE, WORK, HOSTDIR, TESTDIR, MODE, HOME.
+set -u
+export LC_ALL=C
+: "${ZEROBOX:?}" "${PROBE:?}" "${WORK:?}" "${HOSTDIR:?}" "${TESTDIR:?}" "${MODE:?}"
+
+PY=/usr/bin/python3
+T_NAME=$(basename "$0" .sh)
+T_CHECKS=0
+T_FAILED=0
+# ZBT_KEEP_GOING=1: report every failing check instead of stopping at the first one.
+: "${ZBT_KEEP_GOING:=}"
+T_PIDS=()
+T_CAP=$(mktemp -d "$WORK/.cap.XXXXXX")
+RC=0 OUT= ERR= LAST_CMD=
+
+# Unique token for process names, files and sockets.
+UNIQ=$(( $(date +%s%N) % 1000000000 ))$$
+
+_where() {
+  local i
+  for ((i = 1; i < ${#FUNCNAME[@]}; i++)); do
+    if [ "${BASH_SOURCE[$i]}" != "${BASH_SOURCE[0]}" ]; then
+      echo "$(basename "${BASH_SOURCE[$i]}"):${BASH_LINENO[$((i - 1))]}"
+      return
+    fi
+  done
+  echo "?"
+}
+
+fail() {
+  {
+    echo "FAIL [$MODE] $T_NAME ($(_where)): $*"
+    if [ -n "$LAST_CMD" ]; then
+      echo "  last command: $LAST_CMD"
+      echo "  exit status:  $RC"
+      echo "  stdout: $(printf '%s' "$OUT" | head -c 3000 | sed '2,$s/^/          /')"
+      echo "  stderr: $(printf '%s' "$ERR" | head -c 3000 | sed '2,$s/^/          /')"
+    fi
+  } >&2
+  if [ -n "$ZBT_KEEP_GOING" ]; then
+    T_FAILED=$((T_FAILED + 1))
+    return 1
+  fi
+  exit 1
+}
+
+skip() { # a test that cannot run here; never hides a failure already seen
+  echo "SKIP [$MODE] $T_NAME: $*" >&2
+  [ "$T_FAILED" -gt 0 ] && exit 1
+  exit 77
+}
+
+ok() {
+  T_CHECKS=$((T_CHECKS + 1))
+  echo "ok $T_CHECKS - $*"
+}
+
+# run CMD...: runs a command with stdin from /dev/null; sets RC, OUT, ERR, LAST_CMD.
+run() {
+  LAST_CMD=$(printf '%q ' "$@")
+  "$@" >"$T_CAP/out" 2>"$T_CAP/err" </dev/null
+  RC=$?
+  OUT=$(cat "$T_CAP/out")
+  ERR=$(cat "$T_CAP/err")
+}
+# zb ARGS...: run zerobox with these arguments.
+zb() { run "$ZEROBOX" "$@"; }
+# zb_in DIR ARGS...: the same from the directory DIR (no subshell: RC/OUT/ERR are kept).
+zb_in() {
+  local d=$1
+  shift
+  pushd "$d" >/dev/null || fail "cannot cd to $d"
+  zb "$@"
+  LAST_CMD="(cd $(printf '%q' "$d") && $LAST_CMD)"
+  popd >/dev/null || true
+}
+
+# check COND_STATUS DESCRIPTION FAILURE: ok if the status is 0, else fail.
+_check() {
+  if [ "$1" = 0 ]; then ok "$2"; else fail "$2: $3"; fi
+}
+expect_rc() { # WANT DESCRIPTION
+  [ "$RC" = "$1" ]
+  _check $? "$2" "expected exit status $1, got $RC"
+}
+expect_rc_in() { # "A B C" DESCRIPTION
+  local x hit=1
+  for x in $1; do
+    [ "$RC" = "$x" ] && hit=0
+  done
+  _check $hit "$2" "expected exit status in {$1}, got $RC"
+}
+expect_rc_not() { # UNWANTED DESCRIPTION
+  [ "$RC" != "$1" ]
+  _check $? "$2" "exit status must not be $1"
+}
+# An escape attempt refused: EPERM, EACCES, EROFS (and EBUSY for mount points).
+expect_refused() { expect_rc_in "1 13 30 16" "$1"; }
+expect_eq() { # GOT WANT DESCRIPTION
+  [ "$1" = "$2" ]
+  _check $? "$3" "expected '$2', got '$1'"
+}
+expect_ne() { # GOT UNWANTED DESCRIPTION
+  [ "$1" != "$2" ]
+  _check $? "$3" "must not be '$2'"
+}
+expect_contains() { # HAYSTACK NEEDLE DESCRIPTION
+  case $1 in
+    *"$2"*) ok "$3" ;;
+    *) fail "$3: expected to contain '$2'" ;;
+  esac
+}
+expect_not_contains() { # HAYSTACK NEEDLE DESCRIPTION
+  case $1 in
+    *"$2"*) fail "$3: must not contain '$2'" ;;
+    *) ok "$3" ;;
+  esac
+}
+expect_out() { expect_eq "$OUT" "$1" "$2"; }
+expect_out_empty() { expect_eq "$OUT" "" "$1"; }
+expect_file_eq() { # FILE CONTENT DESCRIPTION
+  if [ -f "$1" ]; then
+    expect_eq "$(cat "$1")" "$2" "$3"
+  else
+    fail "$3: $1 does not exist on the host"
+  fi
+}
+expect_absent() { # PATH DESCRIPTION
+  if [ -e "$1" ] || [ -L "$1" ]; then
+    rm -rf -- "$1" 2>/dev/null
+    fail "$2: $1 exists on the host"
+  else
+    ok "$2"
+  fi
+}
+expect_present() { # PATH DESCRIPTION
+  [ -e "$1" ]
+  _check $? "$2" "$1 does not exist on the host"
+}
+# Exactly one 'zerobox: error:' line on stderr, and N lines in all.
+expect_one_error_line() { # TOTAL_LINES DESCRIPTION
+  local n total
+  n=$(printf '%s\n' "$ERR" | grep -c '^zerobox: error: ')
+  total=$(printf '%s\n' "$ERR" | grep -c '')
+  [ -z "$ERR" ] && total=0
+  [ "$n" = 1 ] && [ "$total" = "$1" ]
+  _check $? "$2" "expected one 'zerobox: error:' line and $1 stderr line(s) in all, got $n and $total"
+}
+expect_usage_error() { # DESCRIPTION: exit 2, one error line plus the --help hint
+  expect_rc 2 "$1 (exit 2)"
+  expect_one_error_line 2 "$1 (one error line + hint)"
+  expect_contains "$ERR" "Try 'zerobox --help'" "$1 (hint)"
+}
+expect_setup_error() { # DESCRIPTION: exit 125, exactly one error line
+  expect_rc 125 "$1 (exit 125)"
+  expect_one_error_line 1 "$1 (one error line)"
+}
+
+# A listing with owners, modes, sizes, times, link targets and checksums.
+tree_state() { # DIR
+  (
+    cd "$1" || exit 1
+    find . -printf '%p|%y|%m|%s|%U|%G|%T@|%l\n' | sort
+    find . -type f -exec sha256sum {} + | sort
+  )
+}
+
+need() { # COMMAND...
+  local c
+  for c in "$@"; do
+    command -v "$c" >/dev/null 2>&1 || skip "$c is not installed"
+  done
+}
+need_python() { [ -x "$PY" ] || skip "$PY is not installed"; }
+
+# Background host processes, killed when the script exits.
+bg() { # CMD... : starts CMD in the background; its pid is in BG_PID
+  "$@" </dev/null &
+  BG_PID=$!
+  T_PIDS+=("$BG_PID")
+}
+_cleanup() {
+  local p
+  for p in ${T_PIDS[@]+"${T_PIDS[@]}"}; do
+    kill -KILL "$p" 2>/dev/null
+  done
+  for p in ${T_PIDS[@]+"${T_PIDS[@]}"}; do
+    wait "$p" 2>/dev/null
+  done
+}
+trap _cleanup EXIT
+
+# wait_until SECONDS CMD...: polls CMD every 50 ms until it succeeds; fails after SECONDS.
+wait_until() {
+  local limit=$(($1 * 20)) i=0
+  shift
+  until "$@"; do
+    i=$((i + 1))
+    [ "$i" -ge "$limit" ] && return 1
+    sleep 0.05
+  done
+  return 0
+}
+file_nonempty() { [ -s "$1" ]; }
+# A process whose whole command line is exactly $1 (e.g. "sleep 4123").
+no_process() { ! pgrep -x -f -- "$1" >/dev/null; }
+has_process() { pgrep -x -f -- "$1" >/dev/null; }
+
+# start_server KIND ARG: python helper servers (servers.py); sets SERVER_INFO.
+start_server() {
+  need_python
+  local ready="$T_CAP/ready.$RANDOM$RANDOM"
+  bg "$PY" "$TESTDIR/servers.py" "$1" "$2" "$ready"
+  wait_until 20 file_nonempty "$ready" || fail "the $1 test server did not start"
+  SERVER_INFO=$(cat "$ready")
+}
+
+finish() {
+  if [ "$T_FAILED" -gt 0 ]; then
+    echo "# $T_NAME [$MODE]: $T_FAILED check(s) failed" >&2
+    exit 1
+  fi
+  echo "# $T_NAME [$MODE]: all $T_CHECKS checks passed"
+  exit 0
+}

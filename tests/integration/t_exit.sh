@@ -1,0 +1,88 @@
+# Exit statuses and error messages: the command's code, 128+N for signals, 2 for usage
+# errors, 125 for setup errors, 126/127 for exec failures; one-line messages.
+. "$(dirname "$0")/lib.sh"
+
+for code in 0 1 7 100 124 125 126 127 255; do
+  zb -- sh -c "exit $code"; expect_rc "$code" "the command's own exit status $code"
+done
+zb -- sh -c 'kill -TERM $$'; expect_rc 143 "killed by SIGTERM: 143"
+zb -- sh -c 'kill -KILL $$'; expect_rc 137 "killed by SIGKILL: 137"
+zb -- sh -c 'kill -USR1 $$'; expect_rc 138 "killed by SIGUSR1: 138"
+zb -- sh -c 'kill -PIPE $$'; expect_rc 141 "killed by SIGPIPE: 141"
+zb -- sh -c 'kill -SEGV $$'; expect_rc 139 "killed by SIGSEGV: 139"
+zb -- sh -c 'echo out; echo err >&2; exit 3'; expect_rc 3 "stdout and stderr pass through"
+expect_out out "stdout content"
+expect_eq "$ERR" err "stderr content, nothing added by zerobox"
+run sh -c "printf 'in-data' | '$ZEROBOX' -- cat"; expect_out in-data "stdin passes through"
+
+# Usage errors: exit 2, one error line plus the hint.
+zb --bogus -- true;               expect_usage_error "unknown flag"
+zb --allow-writ=/tmp -- true;     expect_usage_error "misspelt flag"
+zb;                               expect_usage_error "no arguments"
+zb --;                            expect_usage_error "missing command after --"
+zb --allow-write="$HOSTDIR";      expect_usage_error "flags but no command"
+zb --env FOO -- true;             expect_usage_error "--env without ="
+zb --env =x -- true;              expect_usage_error "--env with an empty name"
+zb --env 1A=x -- true;            expect_usage_error "--env with an invalid name"
+zb --status-fd=abc -- true;       expect_usage_error "--status-fd not a number"
+zb --status-fd=3x -- true;        expect_usage_error "--status-fd with trailing junk"
+zb --status-fd=1 -- true;         expect_usage_error "--status-fd=1"
+zb --status-fd=2 -- true;         expect_usage_error "--status-fd=2"
+zb --status-fd=-1 -- true;        expect_usage_error "--status-fd=-1"
+zb --status-fd=57 -- true;        expect_usage_error "--status-fd not open"
+run "$ZEROBOX" --status-fd=3 -- true 3</dev/null; expect_usage_error "--status-fd open read-only"
+zb --snapshot --restore -- true;  expect_usage_error "--snapshot with --restore"
+
+# Setup errors: exit 125, exactly one error line.
+zb --allow-write=/no/such/dir/x -- true; expect_setup_error "--allow-write whose parent is missing"
+expect_contains "$ERR" /no/such/dir/x "the message names the path"
+zb --allow-read=/no/such/dir/x -- true;  expect_setup_error "--allow-read whose parent is missing"
+zb -C /no/such/dir -- true;              expect_setup_error "missing -C directory"
+expect_contains "$ERR" /no/such/dir "the message names the directory"
+echo f >"$HOSTDIR/file"
+zb -C "$HOSTDIR/file" -- true;           expect_setup_error "-C names a file"
+mkdir -p "$HOSTDIR/denied"
+zb --deny-read="$HOSTDIR/denied" -C "$HOSTDIR/denied" -- true; expect_setup_error "cwd inside a denied path"
+zb --allow-net=example.com -- true;      expect_setup_error "--allow-net=DOMAIN"
+expect_contains "$ERR" "not available in this build" "filtered network: not available message"
+zb --secret K=V -- true;                 expect_setup_error "--secret"
+expect_contains "$ERR" "not available in this build" "secrets: not available message"
+for f in --snapshot --restore --review; do
+  zb $f -- true;                         expect_setup_error "$f"
+  expect_contains "$ERR" "not available in this build" "$f: not available message"
+done
+zb --profile "$HOSTDIR/none.toml" -- true; expect_setup_error "missing --profile file"
+zb --allow-write="$HOSTDIR/newdir" -- true; expect_rc 0 "--allow-write of a missing path whose parent exists"
+expect_present "$HOSTDIR/newdir" "... is created"
+zb --allow-read="$HOSTDIR/newread" -- true; expect_rc 0 "--allow-read of a missing path whose parent exists"
+expect_absent "$HOSTDIR/newread" "... is not created"
+
+# Exec failures.
+printf '#!/bin/sh\necho hi\n' >"$HOSTDIR/noexec.sh"
+chmod 644 "$HOSTDIR/noexec.sh"
+zb -- "$HOSTDIR/noexec.sh";   expect_rc 126 "non-executable file: 126"
+expect_one_error_line 1 "non-executable: one error line"
+zb -- "$HOSTDIR";             expect_rc 126 "a directory as command: 126"
+zb -- zbint-no-such-command;  expect_rc 127 "missing command: 127"
+expect_one_error_line 1 "missing command: one error line"
+expect_contains "$ERR" zbint-no-such-command "the message names the command"
+zb -- /no/such/path/cmd;      expect_rc 127 "missing absolute path: 127"
+zb --no-sandbox -- zbint-no-such-command; expect_rc 127 "--no-sandbox: missing command: 127"
+zb --no-sandbox -- "$HOSTDIR/noexec.sh";  expect_rc 126 "--no-sandbox: non-executable: 126"
+zb --allow-read="$HOSTDIR/newdir" -- "$HOSTDIR/noexec.sh"; expect_rc_in "126 127" "a command outside --allow-read fails to execute"
+
+# Flags after the command belong to the command.
+zb -- --allow-all; expect_rc 127 "'zerobox -- --allow-all' runs a program named --allow-all"
+expect_contains "$ERR" "--allow-all" "the message names '--allow-all'"
+mkdir -p "$HOSTDIR/bin" "$HOSTDIR/target"
+printf '#!/bin/sh\necho "$@" > "%s/target/x" && echo wrote\n' "$HOSTDIR" >"$HOSTDIR/bin/--allow-all"
+chmod 755 "$HOSTDIR/bin/--allow-all"
+run env PATH="$HOSTDIR/bin:$PATH" "$ZEROBOX" -- --allow-all --allow-write
+expect_rc_not 0 "a program named --allow-all runs with no extra permissions"
+expect_absent "$HOSTDIR/target/x" "nothing written by the program named --allow-all"
+zb -- echo --allow-write --debug -V; expect_out "--allow-write --debug -V" "flags after the command are its arguments"
+expect_eq "$ERR" "" "no debug output from flags after the command"
+zb echo --allow-write; expect_out "--allow-write" "without --, flags after the command are its arguments"
+zb --allow-write echo hi; expect_out hi "bare --allow-write does not swallow the command"
+zb -- -V; expect_rc 127 "'zerobox -- -V' runs a program named -V"
+finish

@@ -1,0 +1,41 @@
+# Network: only loopback by default; a host loopback service is unreachable without
+# --allow-net and reachable with it.
+. "$(dirname "$0")/lib.sh"
+need_python
+
+zb -- cat /proc/net/dev; expect_rc 0 "read /proc/net/dev"
+ifaces=$(printf '%s\n' "$OUT" | awk -F: 'NR > 2 { gsub(/ /, "", $1); print $1 }' | sort | tr '\n' ' ')
+expect_eq "$ifaces" "lo " "default: the only interface is lo"
+if command -v ip >/dev/null; then
+  zb -- ip -o link show; expect_rc 0 "ip link"
+  expect_eq "$(printf '%s\n' "$OUT" | awk -F': ' '{ print $2 }' | tr '\n' ' ')" "lo " "ip link shows only lo"
+  zb -- ip -o addr show; expect_contains "$OUT" "127.0.0.1" "lo has 127.0.0.1"
+  zb -- ip route show; expect_not_contains "$OUT" default "no default route"
+fi
+zb -- "$PY" -c '
+import socket
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(1)
+c = socket.create_connection(s.getsockname(), timeout=5); a, _ = s.accept()
+c.sendall(b"ping"); print(a.recv(4).decode())'
+expect_out ping "loopback inside the sandbox works"
+
+mkdir -p "$HOSTDIR/www"
+echo "zbint-served-$UNIQ" >"$HOSTDIR/www/index.txt"
+start_server http "$HOSTDIR/www"
+PORT=$SERVER_INFO
+run "$PROBE" connect-tcp 127.0.0.1 "$PORT"; expect_rc 0 "host reaches its own server (control)"
+FETCH="import urllib.request,sys; print(urllib.request.urlopen('http://127.0.0.1:$PORT/index.txt', timeout=10).read().decode().strip())"
+
+zb -- "$PROBE" connect-tcp 127.0.0.1 "$PORT"; expect_rc 111 "default: host loopback service refused (ECONNREFUSED)"
+zb -- "$PY" -c "$FETCH"; expect_rc_not 0 "default: HTTP to the host service fails"
+expect_not_contains "$OUT" "zbint-served" "default: no content from the host service"
+zb -- "$PROBE" connect-tcp 10.255.255.1 80; expect_rc_in "101 113 111" "default: no route to other addresses"
+zb --allow-net -- "$PROBE" connect-tcp 127.0.0.1 "$PORT"; expect_rc 0 "bare --allow-net: host loopback service reachable"
+zb --allow-net -- "$PY" -c "$FETCH"; expect_out "zbint-served-$UNIQ" "bare --allow-net: HTTP content from the host service"
+zb -A -- "$PROBE" connect-tcp 127.0.0.1 "$PORT"; expect_rc 0 "-A: host loopback service reachable"
+zb --allow-net -- cat /proc/net/dev; expect_contains "$OUT" "lo:" "bare --allow-net: host interfaces"
+zb --allow-net=example.com -- true; expect_setup_error "--allow-net=DOMAIN"
+expect_contains "$ERR" "not available in this build" "--allow-net=DOMAIN: not available message"
+zb --deny-net=example.com --allow-net -- true; expect_setup_error "--deny-net"
+expect_contains "$ERR" "not available in this build" "--deny-net: not available message"
+finish

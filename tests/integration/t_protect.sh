@@ -1,0 +1,120 @@
+# Protected paths: git hooks/config, shell start-up files and editor configs stay
+# read-only inside writable paths; credentials in HOME and /etc/shadow are unreadable.
+. "$(dirname "$0")/lib.sh"
+
+R=$HOSTDIR/repo
+mkdir -p "$R/.git/hooks" "$R/.vscode" "$R/src" "$R/.claude"
+echo 'ref: refs/heads/main' >"$R/.git/HEAD"
+printf '[core]\n\tbare = false\n' >"$R/.git/config"
+printf '#!/bin/sh\nexit 0\n' >"$R/.git/hooks/pre-commit"
+chmod 755 "$R/.git/hooks/pre-commit"
+echo 'alias ls=ls' >"$R/.bashrc"
+echo '{}' >"$R/.vscode/settings.json"
+echo 'int main;' >"$R/src/main.c"
+echo '{}' >"$R/.claude/settings.json"
+before=$(tree_state "$R")
+AW=--allow-write="$R"
+
+zb "$AW" -C "$R" -- "$PROBE" write "$R/src/main.c"; expect_rc 0 "ordinary files in the allowed repo are writable"
+zb "$AW" -C "$R" -- "$PROBE" write "$R/.git/HEAD"; expect_rc 0 ".git itself stays writable"
+git_head=$(cat "$R/.git/HEAD"); main_c=$(cat "$R/src/main.c")
+before=$(tree_state "$R")
+for f in .git/hooks/pre-commit .git/config .bashrc .vscode/settings.json .claude/settings.json; do
+  zb "$AW" -C "$R" -- "$PROBE" write "$R/$f"; expect_refused "protected $f: write refused"
+  zb "$AW" -C "$R" -- "$PROBE" truncate "$R/$f"; expect_refused "protected $f: truncate refused"
+  zb "$AW" -C "$R" -- "$PROBE" unlink "$R/$f"; expect_refused "protected $f: delete refused"
+done
+zb "$AW" -C "$R" -- "$PROBE" create "$R/.git/hooks/post-checkout"; expect_refused "new file in .git/hooks refused"
+zb "$AW" -C "$R" -- "$PROBE" create "$R/.vscode/tasks.json"; expect_refused "new file in .vscode refused"
+zb "$AW" -C "$R" -- "$PROBE" rename "$R/.git/hooks" "$R/.git/hooks.old"; expect_refused "moving .git/hooks aside refused"
+zb "$AW" -C "$R" -- "$PROBE" rename "$R/.vscode" "$R/vscode.old"; expect_refused "moving .vscode aside refused"
+zb "$AW" -C "$R" -- sh -c "mv '$R/.git' '$R/.git.old' || exit 1; mkdir -p '$R/.git/hooks' && echo evil > '$R/.git/hooks/pre-commit' && echo evil > '$R/.git/config'"
+expect_rc_not 0 "moving .git aside to recreate hooks is refused"
+if [ -d "$R/.git.old" ]; then rm -rf "$R/.git"; mv "$R/.git.old" "$R/.git"; fi
+expect_eq "$(tree_state "$R" | grep -v '^\./\.git|d|')" "$(printf '%s\n' "$before" | grep -v '^\./\.git|d|')" "repo unchanged on the host after the attempts"
+for f in .envrc .mcp.json .gitmodules .profile .zshrc .npmrc .gitconfig .idea .cursor; do
+  # No inode to mask: created files are moved aside at exit (docs/security.md).
+  zb "$AW" -C "$R" -- sh -c "echo evil > '$R/$f'"
+  expect_absent "$R/$f" "protected $f that did not exist: not left on the host under its name"
+  expect_present "$R/$f.zerobox-blocked" "protected $f: moved aside, not lost"
+  expect_contains "$ERR" "moved it to" "protected $f: the user is told"
+  rm -rf "$R/$f.zerobox-blocked"
+done
+zb "$AW" -C "$R" -- sh -c "mkdir -p '$R/.config/fish' && echo evil > '$R/.config/fish/config.fish'"
+expect_absent "$R/.config/fish" "protected .config/fish not left on the host"
+rm -rf "$R/.config"
+
+# Naming a protected path in --allow-write lifts only that one; --no-protect lifts all.
+zb "$AW" --allow-write="$R/.git/hooks" -- "$PROBE" write "$R/.git/hooks/pre-commit"; expect_rc 0 "--allow-write=.git/hooks lifts the protection"
+zb "$AW" --allow-write="$R/.git/hooks" -- "$PROBE" write "$R/.git/config"; expect_refused "... but .git/config stays protected"
+zb "$AW" --allow-write="$R/.bashrc" -- "$PROBE" write "$R/.bashrc"; expect_rc 0 "--allow-write=.bashrc lifts the protection"
+zb "$AW" --no-protect -- sh -c "echo x >> '$R/.git/config' && echo x >> '$R/.vscode/settings.json' && echo x >> '$R/.bashrc' && echo x > '$R/.envrc'"
+expect_rc 0 "--no-protect: protected paths writable"
+expect_contains "$(cat "$R/.git/config")" x "--no-protect: the write reached the host"
+expect_present "$R/.envrc" "--no-protect: new protected file created on the host"
+rm -f "$R/.envrc"
+
+# Protected names in HOME when HOME is writable, and with bare --allow-write.
+H=$HOSTDIR/home
+mkdir -p "$H"
+echo 'export A=1' >"$H/.bashrc"
+echo 'x' >"$H/.profile"
+zb --allow-write="$H" -- env HOME="$H" "$PROBE" write "$H/.bashrc"; expect_refused "~/.bashrc protected when HOME is allowed"
+zb --allow-write="$H" -- "$PROBE" write "$H/notes.txt"; expect_rc 0 "other files in an allowed HOME are writable"
+run env HOME="$H" "$ZEROBOX" --allow-write -- "$PROBE" write "$H/.bashrc"; expect_refused "bare --allow-write: ~/.bashrc protected"
+run env HOME="$H" "$ZEROBOX" --allow-write -- "$PROBE" write "$H/.profile"; expect_refused "bare --allow-write: ~/.profile protected"
+run env HOME="$H" "$ZEROBOX" --allow-write -C "$R" -- "$PROBE" write "$R/.git/hooks/pre-commit"; expect_refused "bare --allow-write: the cwd repo's hooks protected"
+expect_file_eq "$H/.bashrc" "export A=1" "~/.bashrc unchanged on the host"
+zb --allow-write="$HOSTDIR" -C "$HOSTDIR" -- "$PROBE" write "$R/.git/hooks/pre-commit"; expect_refused "hooks of a repo below the allowed directory protected"
+
+# Credentials: unreadable by default, readable when named or with --no-protect.
+setup_home() { # DIR
+  mkdir -p "$1/.ssh" "$1/.aws" "$1/.gnupg" "$1/.config/gh" "$1/.config/gcloud" "$1/.kube" "$1/.docker"
+  echo SSHKEY-SECRET >"$1/.ssh/id_rsa"
+  echo AWS-SECRET >"$1/.aws/credentials"
+  echo GPG-SECRET >"$1/.gnupg/key"
+  echo GH-SECRET >"$1/.config/gh/hosts.yml"
+  echo GCLOUD-SECRET >"$1/.config/gcloud/creds"
+  echo KUBE-SECRET >"$1/.kube/config"
+  echo DOCKER-SECRET >"$1/.docker/config.json"
+  echo NETRC-SECRET >"$1/.netrc"
+  echo GITCRED-SECRET >"$1/.git-credentials"
+  echo PYPI-SECRET >"$1/.pypirc"
+  echo fine >"$1/notes.txt"
+}
+for home in "$HOME" "$H"; do
+  setup_home "$home"
+  for f in .ssh/id_rsa .aws/credentials .gnupg/key .config/gh/hosts.yml .config/gcloud/creds .kube/config \
+    .docker/config.json .netrc .git-credentials .pypirc; do
+    run env HOME="$home" "$ZEROBOX" -- "$PROBE" read "$home/$f"
+    expect_rc_in "2 13" "~/$f unreadable (HOME=$home)"
+    expect_out_empty "~/$f: no content"
+  done
+  run env HOME="$home" "$ZEROBOX" --allow-write -- "$PROBE" read "$home/.ssh/id_rsa"
+  expect_rc_in "2 13" "~/.ssh/id_rsa unreadable with bare --allow-write"
+  run env HOME="$home" "$ZEROBOX" -A -- "$PROBE" read "$home/.aws/credentials"
+  expect_rc_in "2 13" "~/.aws/credentials unreadable with -A"
+  run env HOME="$home" "$ZEROBOX" -- sh -c "cat ~/.ssh/* ~/.netrc; ls -A ~/.ssh; grep -r SECRET ~ 2>/dev/null"
+  expect_not_contains "$OUT" SECRET "no credential content through the shell (HOME=$home)"
+  expect_not_contains "$OUT" id_rsa "~/.ssh lists as empty (HOME=$home)"
+  run env HOME="$home" "$ZEROBOX" -- "$PROBE" read "$home/notes.txt"; expect_out fine "other HOME files readable"
+  run env HOME="$home" "$ZEROBOX" --allow-write="$home" -- "$PROBE" write "$home/.ssh/authorized_keys"
+  expect_refused "~/.ssh not writable inside an allowed HOME"
+  run env HOME="$home" "$ZEROBOX" --allow-write="$home/.ssh" -- "$PROBE" read "$home/.ssh/id_rsa"
+  expect_out SSHKEY-SECRET "--allow-write=~/.ssh makes it readable"
+  run env HOME="$home" "$ZEROBOX" --no-protect -- "$PROBE" read "$home/.netrc"
+  expect_out NETRC-SECRET "--no-protect makes ~/.netrc readable"
+done
+expect_absent "$H/.ssh/authorized_keys" "no authorized_keys written on the host"
+run env HOME="$H" "$ZEROBOX" --allow-read="$H/.ssh" -- "$PROBE" read "$H/.ssh/id_rsa"
+expect_out SSHKEY-SECRET "--allow-read=~/.ssh makes it readable"
+run env HOME="$H" "$ZEROBOX" --allow-read="$H/.ssh" -- "$PROBE" read "$H/.netrc"
+expect_rc_in "2 13" "--allow-read=~/.ssh leaves ~/.netrc protected"
+
+for f in /etc/shadow /etc/gshadow /etc/ssh/ssh_host_*key*; do
+  [ -e "$f" ] || continue
+  zb -- "$PROBE" read "$f"; expect_rc_in "2 13" "$f unreadable"
+  expect_out_empty "$f: no content"
+  zb -A -- "$PROBE" read "$f"; expect_rc_in "2 13" "$f unreadable even with -A"
+done
+finish

@@ -1,0 +1,80 @@
+# Host unix sockets: pathname sockets (in /tmp, in a read-only host dir, in an explicitly
+# readable dir, in XDG_RUNTIME_DIR under bare --allow-write) and abstract sockets (own
+# network namespace, and host network where Landlock's scope must block them).
+. "$(dirname "$0")/lib.sh"
+need_python
+
+S1=$WORK/s1.sock
+S2=$HOSTDIR/sockdir/s2.sock
+XDG=$HOSTDIR/xdg
+S3=$XDG/bus
+ABS=zbint-abs-$UNIQ
+mkdir -p "$HOSTDIR/sockdir" "$XDG"
+start_server unix "$S1"
+start_server unix "$S2"
+start_server unix "$S3"
+start_server abstract "$ABS"
+
+# The servers answer from the host: the probe itself works.
+for s in "$S1" "$S2" "$S3"; do
+  run "$PROBE" connect-unix "$s"; expect_rc 0 "host can connect to $s (control)"
+done
+run "$PROBE" connect-abstract "$ABS"; expect_rc 0 "host can connect to the abstract socket (control)"
+
+# Pathname sockets.
+zb -- "$PROBE" connect-unix "$S1";  expect_rc_not 0 "socket in /tmp unreachable"
+zb -- "$PROBE" connect-unix "$S2";  expect_rc_not 0 "socket in a read-only host dir unreachable"
+zb --allow-read="$HOSTDIR/sockdir" -- "$PROBE" connect-unix "$S2"; expect_rc_not 0 "socket in an --allow-read dir unreachable"
+zb --allow-net -- "$PROBE" connect-unix "$S2"; expect_rc_not 0 "socket unreachable with --allow-net"
+zb --deny-write="$HOSTDIR" --allow-write="$WORK/home" -- "$PROBE" connect-unix "$S2"; expect_rc_not 0 "socket unreachable with --deny-write"
+zb -- sh -c "ls -l '$S2'"; expect_rc 0 "the socket inode itself is visible"
+zb -- "$PROBE" connect-unix "/proc/self/root$S2"; expect_rc_not 0 "socket unreachable via /proc/self/root"
+run env XDG_RUNTIME_DIR="$XDG" "$ZEROBOX" --allow-write -- "$PROBE" connect-unix "$S3"
+expect_rc_not 0 "bare --allow-write: socket in \$XDG_RUNTIME_DIR unreachable"
+run env XDG_RUNTIME_DIR="$XDG" "$ZEROBOX" -A -- "$PROBE" connect-unix "$S3"
+expect_rc_not 0 "-A: socket in \$XDG_RUNTIME_DIR unreachable"
+run env XDG_RUNTIME_DIR="$XDG" "$ZEROBOX" --allow-write -- "$PROBE" write "$XDG/f"
+expect_refused "bare --allow-write: \$XDG_RUNTIME_DIR itself stays read-only"
+# ssh-agent and tmux keep their sockets in /tmp (/tmp/ssh-XXXX/agent.N, /tmp/tmux-UID/):
+# making /tmp really writable must not make them reachable. (A socket in any other
+# directory made writable is reachable: writable paths are plain binds; docs/security.md.)
+SSHD=$(mktemp -d /tmp/ssh-zbintXXXXXX)
+chmod 755 "$SSHD"
+[ "$MODE" = user ] && chown 65534:65534 "$SSHD" 2>/dev/null
+S5=$SSHD/agent.1
+start_server unix "$S5"
+zb --allow-write=/tmp -- "$PROBE" connect-unix "$S5"; expect_rc_not 0 "--allow-write=/tmp: ssh-agent socket in /tmp unreachable"
+zb --allow-write -- "$PROBE" connect-unix "$S5"; expect_rc_not 0 "bare --allow-write: ssh-agent socket in /tmp unreachable"
+zb -A -- "$PROBE" connect-unix "$S5"; expect_rc_not 0 "-A: ssh-agent socket in /tmp unreachable"
+run env SSH_AUTH_SOCK="$S2" "$ZEROBOX" --allow-write -- "$PROBE" connect-unix "$S2"
+expect_rc_not 0 "bare --allow-write: the socket \$SSH_AUTH_SOCK names is unreachable wherever it is"
+rm -rf "$SSHD"
+if [ -d /run ] && [ -w /run ] && [ "$MODE" = root ]; then
+  S4=/run/zbint-$UNIQ.sock
+  start_server unix "$S4"
+  T_RUN_SOCK=$S4
+  trap 'rm -f "$T_RUN_SOCK"; _cleanup' EXIT
+  zb -- "$PROBE" connect-unix "$S4"; expect_rc_not 0 "socket in /run unreachable"
+  zb --allow-write -- "$PROBE" connect-unix "$S4"; expect_rc_not 0 "bare --allow-write: socket in /run unreachable"
+fi
+
+# Abstract sockets.
+zb -- "$PROBE" connect-abstract "$ABS"; expect_rc_not 0 "abstract socket unreachable (own network namespace)"
+zb --allow-net -- "$PROBE" connect-abstract "$ABS"; expect_rc_not 0 "abstract socket unreachable with --allow-net (Landlock scope)"
+zb -A -- "$PROBE" connect-abstract "$ABS"; expect_rc_not 0 "abstract socket unreachable with -A"
+zb --allow-net --allow-write -- "$PROBE" connect-abstract "$ABS"; expect_rc_not 0 "abstract socket unreachable with --allow-net --allow-write"
+
+# Inside the sandbox, the command's own sockets work.
+for net in "" --allow-net; do
+  zb $net -- "$PY" -c '
+import socket, sys
+name = "\0zbint-inside-'"$UNIQ"'"
+s = socket.socket(socket.AF_UNIX); s.bind(name); s.listen(1)
+c = socket.socket(socket.AF_UNIX); c.connect(name)
+p = "/tmp/zbint-inside.sock"
+t = socket.socket(socket.AF_UNIX); t.bind(p); t.listen(1)
+u = socket.socket(socket.AF_UNIX); u.connect(p)
+print("ok")'
+  expect_out ok "the command's own abstract and pathname sockets work ${net:-(no network)}"
+done
+finish
