@@ -153,7 +153,7 @@ int run(Policy p, const std::vector<std::string>& environ) {
   auto mounts = zb::overlay::read_mount_table();
   if (!mounts) return setup_failed(status, mounts.error().message());
   zb::exec::SandboxSpec spec;
-  spec.plan = zb::overlay::build_plan(fs, *mounts, p.cwd, {.share_host_net = p.net == NetMode::Host});
+  spec.plan = zb::overlay::build_plan(fs, *mounts, p.cwd, {.uid0_is_host_root = ::geteuid() == 0});
   spec.staging = staging_dir();
   spec.cwd = p.cwd;
   spec.argv = p.argv;

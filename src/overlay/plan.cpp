@@ -214,14 +214,14 @@ Plan build_plan(const policy::FsRules& fs, const MountTable& mounts, const std::
 
   // 2. /proc: a fresh instance for the new pid namespace; kernel knobs stay read-only.
   b.op({.kind = OpKind::Proc, .dst = in_new("/proc"), .flags = MS_NOSUID | MS_NODEV | MS_NOEXEC});
-  for (const char* p : {"/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs"}) {
-    b.op({.kind = OpKind::Bind, .src = in_new(p), .dst = in_new(p), .optional = true});
-    b.op({.kind = OpKind::ReadOnly, .dst = in_new(p), .optional = true});
+  if (opts.uid0_is_host_root) {
+    for (const char* p : {"/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs"}) {
+      b.op({.kind = OpKind::Bind, .src = in_new(p), .dst = in_new(p), .optional = true});
+      b.op({.kind = OpKind::ReadOnly, .dst = in_new(p), .optional = true});
+    }
   }
 
-  // 3. /sys, read-only. Its network directories describe the host's interfaces, so they
-  //    are only meaningful (and only shown) when the network is the host's.
-  (void)opts.share_host_net;
+  // 3. /sys, read-only.
   b.op({.kind = OpKind::Bind, .src = in_old("/sys"), .dst = in_new("/sys"), .recursive = true, .optional = true});
   b.op({.kind = OpKind::ReadOnly, .dst = in_new("/sys"), .recursive = true, .optional = true});
 

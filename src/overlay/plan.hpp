@@ -53,7 +53,10 @@ struct Plan {
 };
 
 struct PlanOptions {
-  bool share_host_net = false;  // /sys can only be bound when the net namespace is the host's
+  // The command's uid 0 is the host's root (an identity uid map): kernel interfaces
+  // that trust uid 0 without a capability check (/proc/sys, /proc/sysrq-trigger, ...)
+  // must be read-only. For anyone else the host's DAC already refuses those writes.
+  bool uid0_is_host_root = true;
 };
 
 Plan build_plan(const policy::FsRules& fs, const MountTable& mounts, const std::string& cwd,

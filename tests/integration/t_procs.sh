@@ -66,6 +66,8 @@ else
 fi
 zb -- sh -c 'hostname zbint-evil'; expect_rc_not 0 "sethostname refused"
 zb -- "$PROBE" write /proc/sys/kernel/hostname; expect_refused "/proc/sys is read-only"
+zb -- "$PROBE" write /proc/sys/kernel/core_pattern; expect_refused "/proc/sys/kernel/core_pattern cannot be written (a classic escape for root)"
+zb -- "$PROBE" write /proc/sys/vm/drop_caches; expect_refused "/proc/sys/vm cannot be written"
 zb -- "$PROBE" create /sys/zbint; expect_refused "/sys is read-only"
 for cg in /sys/fs/cgroup /sys/fs/cgroup/pids /sys/fs/cgroup/unified; do
   [ -d "$cg" ] || continue
