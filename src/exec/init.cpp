@@ -9,7 +9,7 @@
 
 #include <cerrno>
 
-#include "exec/sandbox.hpp"
+#include "exec/signals.hpp"
 
 namespace zb::exec {
 namespace {

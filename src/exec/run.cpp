@@ -1,6 +1,7 @@
 // zerobox::run: the top-level flow of one sandboxed run, one line a step.
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -11,6 +12,7 @@
 #include "exec/landlock.hpp"
 #include "exec/sandbox.hpp"
 #include "exec/seccomp.hpp"
+#include "exec/signals.hpp"
 #include "exec/status_fd.hpp"
 #include "overlay/mountinfo.hpp"
 #include "overlay/plan.hpp"
@@ -93,10 +95,19 @@ int run_unsandboxed(const Policy& p, const std::vector<std::string>& env, Status
   envp.push_back(nullptr);
   int errpipe[2];
   if (::pipe2(errpipe, O_CLOEXEC) != 0) return setup_failed(status, std::string("pipe: ") + std::strerror(errno));
+  zb::exec::SignalForwarding forwarding;
+  pid_t parent = ::getpid();
   pid_t pid = ::fork();
   if (pid < 0) return setup_failed(status, std::string("fork: ") + std::strerror(errno));
   if (pid == 0) {
     ::close(errpipe[0]);
+    struct sigaction dfl {};
+    dfl.sa_handler = SIG_DFL;
+    for (int s : zb::exec::k_forwarded_signals) ::sigaction(s, &dfl, nullptr);
+    ::signal(SIGPIPE, SIG_DFL);
+    // Even without a sandbox, the command does not outlive zerobox.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+    if (::getppid() != parent) ::_exit(125);
     if (::chdir(p.cwd.c_str()) != 0) ::_exit(125);
     int err = ENOENT;
     bool eacces = false;
@@ -111,6 +122,7 @@ int run_unsandboxed(const Policy& p, const std::vector<std::string>& env, Status
     ::_exit(127);
   }
   ::close(errpipe[1]);
+  forwarding.set_target(pid);
   status.child_started(pid);
   int err = 0;
   bool failed = ::read(errpipe[0], &err, sizeof err) == static_cast<ssize_t>(sizeof err);

@@ -17,6 +17,7 @@
 #include "exec/init.hpp"
 #include "exec/netns.hpp"
 #include "exec/seccomp.hpp"
+#include "exec/signals.hpp"
 #include "overlay/mount.hpp"
 #include "util/fd.hpp"
 #include "util/log.hpp"
@@ -25,14 +26,6 @@
 namespace zb::exec {
 namespace {
 
-volatile sig_atomic_t g_init_pid = 0;
-
-void forward_to_init(int sig) {
-  int saved = errno;
-  pid_t p = g_init_pid;
-  if (p > 0) ::kill(p, sig);
-  errno = saved;
-}
 
 // The child side, from clone() to run_init(). Everything it touches was allocated by the
 // supervisor before clone(); failures go to the report pipe as {step, index, errno}.
@@ -163,26 +156,6 @@ long command_host_pid(pid_t init) {
   return init;
 }
 
-// Restores the supervisor's signal handlers when the run ends.
-class SignalForwarding {
- public:
-  SignalForwarding() {
-    struct sigaction sa {};
-    sa.sa_handler = forward_to_init;
-    sigemptyset(&sa.sa_mask);
-    for (size_t i = 0; i < std::size(k_forwarded_signals); ++i) ::sigaction(k_forwarded_signals[i], &sa, &m_old[i]);
-  }
-  ~SignalForwarding() {
-    g_init_pid = 0;
-    for (size_t i = 0; i < std::size(k_forwarded_signals); ++i) ::sigaction(k_forwarded_signals[i], &m_old[i], nullptr);
-  }
-  SignalForwarding(const SignalForwarding&) = delete;
-  SignalForwarding& operator=(const SignalForwarding&) = delete;
-
- private:
-  struct sigaction m_old[std::size(k_forwarded_signals)] {};
-};
-
 }  // namespace
 
 SandboxResult run_sandbox(const SandboxSpec& spec, const std::function<void(long)>& on_started) {
@@ -227,7 +200,7 @@ SandboxResult run_sandbox(const SandboxSpec& spec, const std::function<void(long
     }
     return res;
   }
-  g_init_pid = static_cast<pid_t>(pid);
+  forwarding.set_target(static_cast<pid_t>(pid));
   ::sigprocmask(SIG_SETMASK, &old_mask, nullptr);
   sync_r.reset();
   report_w.reset();

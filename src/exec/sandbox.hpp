@@ -43,8 +43,4 @@ struct SandboxResult {
 // Runs the command; `on_started` gets the command's host pid once it is about to exec.
 SandboxResult run_sandbox(const SandboxSpec& spec, const std::function<void(long)>& on_started);
 
-// Signals the supervisor forwards to the sandbox's init (and init to the command).
-inline constexpr int k_forwarded_signals[] = {1 /*HUP*/, 2 /*INT*/, 3 /*QUIT*/, 10 /*USR1*/, 12 /*USR2*/,
-                                              14 /*ALRM*/, 15 /*TERM*/, 18 /*CONT*/, 28 /*WINCH*/};
-
 }  // namespace zb::exec
