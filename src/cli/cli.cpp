@@ -175,21 +175,11 @@ Parsed parse_args(const std::vector<std::string>& raw_args, const std::vector<st
   }
   append_list(p.upstream_ca, upstream_ca);
 
-  auto caller_env = [&](const std::string& key) -> const std::string* {
-    for (const auto& kv : environ) {
-      if (kv.size() > key.size() && kv.compare(0, key.size(), key) == 0 && kv[key.size()] == '=') {
-        static thread_local std::string v;
-        v = kv.substr(key.size() + 1);
-        return &v;
-      }
-    }
-    return nullptr;
-  };
   for (const auto& s : secrets) {
     auto [k, v] = key_value(s, "--secret", false);
     if (s.find('=') == std::string::npos) {
-      const std::string* fromenv = caller_env(k);
-      if (fromenv == nullptr) throw SetupError{"--secret " + k + ": no such variable in the environment"};
+      auto fromenv = policy::find_env(environ, k);
+      if (!fromenv) throw SetupError{"--secret " + k + ": no such variable in the environment"};
       v = *fromenv;
     }
     p.secrets.push_back({k, v, {}, {}});

@@ -16,13 +16,6 @@
 namespace zb::cli {
 namespace {
 
-std::string env_of(const std::vector<std::string>& environ, const std::string& key) {
-  for (const auto& kv : environ) {
-    if (kv.size() > key.size() && kv.compare(0, key.size(), key) == 0 && kv[key.size()] == '=') return kv.substr(key.size() + 1);
-  }
-  return {};
-}
-
 std::string where(const toml::node& n) {
   const auto& src = n.source();
   return "line " + std::to_string(src.begin.line);
@@ -58,8 +51,8 @@ void apply_profile(const std::string& name_or_file, zerobox::Policy& p, const st
   std::string file = name_or_file;
   bool is_name = name_or_file.find('/') == std::string::npos && !name_or_file.ends_with(".toml");
   if (is_name) {
-    std::string cfg = env_of(environ, "XDG_CONFIG_HOME");
-    if (cfg.empty()) cfg = path::join(env_of(environ, "HOME"), ".config");
+    std::string cfg = policy::find_env(environ, "XDG_CONFIG_HOME").value_or("");
+    if (cfg.empty()) cfg = path::join(policy::find_env(environ, "HOME").value_or("/"), ".config");
     file = path::join(path::join(cfg, "zerobox"), name_or_file + ".toml");
   }
   if (path::kind_of(file) != path::Kind::File) throw SetupError{"--profile " + name_or_file + ": " + file + ": No such file"};

@@ -38,16 +38,9 @@ int setup_failed(StatusFd& status, const std::string& msg) {
   return zb::k_exit_setup;
 }
 
-std::string env_value(const std::vector<std::string>& env, const std::string& key) {
-  for (const auto& kv : env) {
-    if (kv.size() > key.size() && kv.compare(0, key.size(), key) == 0 && kv[key.size()] == '=') return kv.substr(key.size() + 1);
-  }
-  return {};
-}
-
 std::vector<std::string> exec_candidates(const std::string& name, const std::vector<std::string>& env) {
   if (name.find('/') != std::string::npos) return {name};
-  std::string path = env_value(env, "PATH");
+  std::string path = zb::policy::find_env(env, "PATH").value_or("");
   if (path.empty()) path = "/usr/local/bin:/usr/bin:/bin";
   std::vector<std::string> out;
   size_t start = 0;

@@ -1,5 +1,6 @@
 // Environment helpers shared by the CLI and the runner.
 #include <string>
+#include <vector>
 
 #include "policy/policy.hpp"
 
@@ -14,6 +15,15 @@ bool valid_env_name(const std::string& k) {
     if (!alpha(ch) && !(ch >= '0' && ch <= '9')) return false;
   }
   return true;
+}
+
+std::optional<std::string> find_env(const std::vector<std::string>& environ, std::string_view key) {
+  for (const auto& kv : environ) {
+    if (kv.size() > key.size() && kv.compare(0, key.size(), key) == 0 && kv[key.size()] == '=') {
+      return kv.substr(key.size() + 1);
+    }
+  }
+  return std::nullopt;
 }
 
 }  // namespace zb::policy

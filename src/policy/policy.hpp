@@ -4,6 +4,8 @@
 #pragma once
 
 #include <map>
+#include <optional>
+#include <string_view>
 #include <string>
 #include <vector>
 
@@ -60,6 +62,9 @@ std::string resolve_command(const std::string& name, const std::string& path_env
 
 // The environment the command sees, as "K=V" strings.
 std::vector<std::string> build_env(const zerobox::Policy& p, const Caller& caller);
+
+// The value of KEY in a list of "K=V" strings; nullopt when it is not set.
+std::optional<std::string> find_env(const std::vector<std::string>& environ, std::string_view key);
 
 // True for a POSIX variable name ([A-Za-z_][A-Za-z0-9_]*).
 bool valid_env_name(const std::string& k);
