@@ -164,6 +164,11 @@ int run(Policy p, const std::vector<std::string>& environ) {
   spec.argv = p.argv;
   spec.env = env;
   spec.exec_candidates = exec_candidates(p.argv[0], env);
+  // The sandbox sees the host's files, so PATH resolves there as it did here: try that
+  // first rather than failing execve() once per earlier PATH entry.
+  if (!fs.command_path.empty() && p.argv[0].find('/') == std::string::npos) {
+    spec.exec_candidates.insert(spec.exec_candidates.begin(), fs.command_path);
+  }
   spec.new_net = p.net != NetMode::Host;
 
   // 3. Kernel features, probed; --strict-sandbox refuses to run without any of them.

@@ -211,6 +211,7 @@ FsRules compute_fs(const Policy& p, const Caller& c) {
   if (!p.argv.empty()) {
     std::string bin = resolve_command(p.argv[0], path_env, p.cwd);
     if (!bin.empty()) {
+      fs.command_path = bin;
       auto canon = path::canonicalize(bin);
       fs.binary = canon ? canon->path : bin;
     }

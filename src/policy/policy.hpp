@@ -51,7 +51,8 @@ struct FsRules {
   bool var_tmp_writable = false;
   bool shm_writable = false;
   std::vector<std::string> absent_protected;  // denied or protected paths that do not exist yet
-  std::string binary;                   // the command's resolved path, if found
+  std::string binary;                   // the command's resolved path, canonical, if found
+  std::string command_path;             // the same as PATH found it (for execve)
 };
 
 FsRules compute_fs(const zerobox::Policy& p, const Caller& caller);
