@@ -24,7 +24,7 @@ int main(int argc, char** argv) {
       std::fputs(parsed.text.c_str(), stdout);
       return 0;
     }
-    return zerobox::run(std::move(parsed.policy), env);
+    return zerobox::run(std::move(parsed.policy), env, {.wait_for_teardown = false});
   } catch (const zb::UsageError& e) {
     zb::log::error(e.message);
     std::fputs("Try 'zerobox --help' for more information.\n", stderr);

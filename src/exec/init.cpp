@@ -115,16 +115,19 @@ void run_init(const InitArgs& a) {
     }
   }
   g_command = 0;
-  // The command is gone: nothing it started may outlive it.
-  ::kill(-1, SIGKILL);
-  while (::waitpid(-1, nullptr, 0) > 0 || errno == EINTR) {
-  }
+  // The command is gone: nothing it started may outlive it. The status goes out first,
+  // with whether anything else was left: if nothing was, the supervisor need not wait
+  // for the namespaces' teardown.
+  bool lingering = ::kill(-1, SIGKILL) == 0;
   if (!exec_failed) {
+    int32_t flag = lingering ? 1 : 0;
     if (WIFSIGNALED(status)) {
-      send_msg(a.report_fd, k_msg_signaled, 0, 0, 0, WTERMSIG(status));
+      send_msg(a.report_fd, k_msg_signaled, 0, flag, 0, WTERMSIG(status));
     } else {
-      send_msg(a.report_fd, k_msg_exited, 0, 0, 0, WEXITSTATUS(status));
+      send_msg(a.report_fd, k_msg_exited, 0, flag, 0, WEXITSTATUS(status));
     }
+  }
+  while (::waitpid(-1, nullptr, 0) > 0 || errno == EINTR) {
   }
   ::_exit(0);
 }

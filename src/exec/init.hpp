@@ -21,8 +21,8 @@ enum ChildMsgType : int32_t {
   k_msg_setup_failed = 1,  // step, index, err
   k_msg_started = 2,       // value: the command's pid inside the sandbox
   k_msg_exec_failed = 3,   // err
-  k_msg_exited = 4,        // value: exit code
-  k_msg_signaled = 5,      // value: signal
+  k_msg_exited = 4,        // value: exit code; index: 1 if other processes had to be killed
+  k_msg_signaled = 5,      // value: signal; index: as for k_msg_exited
   k_msg_skipped = 6,       // index, err: an optional mount op failed
   k_msg_landlock = 7,      // value: ABI applied
 };

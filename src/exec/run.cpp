@@ -138,7 +138,7 @@ std::string staging_dir() {
 
 }  // namespace
 
-int run(Policy p, const std::vector<std::string>& environ) {
+int run(Policy p, const std::vector<std::string>& environ, RunOptions options) {
   log::set_quiet(p.quiet);
   log::set_debug(p.debug);
   StatusFd status(p.status_fd);
@@ -170,6 +170,7 @@ int run(Policy p, const std::vector<std::string>& environ) {
     spec.exec_candidates.insert(spec.exec_candidates.begin(), fs.command_path);
   }
   spec.new_net = p.net != NetMode::Host;
+  spec.wait_for_teardown = options.wait_for_teardown;
 
   // 3. Kernel features, probed; --strict-sandbox refuses to run without any of them.
   int abi = zb::exec::landlock_abi();

@@ -217,7 +217,7 @@ SandboxResult run_sandbox(const SandboxSpec& spec, const std::function<void(long
 
   // Messages are checked against the order init sends them in: a forged or garbled
   // message cannot turn a run into a setup error or a second start.
-  bool got_final = false, started = false;
+  bool got_final = false, started = false, clean_exit = false;
   auto op_ok = [&](int32_t i) { return i >= 0 && static_cast<size_t>(i) < spec.plan.ops.size(); };
   for (;;) {
     ChildMsg m{};
@@ -258,15 +258,18 @@ SandboxResult run_sandbox(const SandboxSpec& spec, const std::function<void(long
         res.outcome = Outcome::Exited;
         res.code = m.value & 0xff;
         got_final = true;
+        clean_exit = m.index == 0;
         break;
       case k_msg_signaled:
         if (!started || m.value <= 0 || m.value >= 128) break;
         res.outcome = Outcome::Signaled;
         res.sig = m.value;
         got_final = true;
+        clean_exit = m.index == 0;
         break;
       default: break;
     }
+    if (clean_exit && !spec.wait_for_teardown) return res;
   }
   int st = 0;
   while (::waitpid(static_cast<pid_t>(pid), &st, 0) < 0 && errno == EINTR) {

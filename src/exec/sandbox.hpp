@@ -27,6 +27,11 @@ struct SandboxSpec {
   bool new_net = true;
   LandlockPlan landlock;
   std::span<const sock_filter> seccomp;  // empty: no filter
+  // false: return as soon as the command's status is known and nothing else was left
+  // running, without waiting for the kernel to tear the namespaces down (their mounts
+  // go away as init exits, which takes about a millisecond). init is then left to the
+  // caller's reaper, so only a process about to exit should pass false.
+  bool wait_for_teardown = true;
 };
 
 enum class Outcome { Exited, Signaled, SetupFailed, ExecFailed };

@@ -282,10 +282,20 @@ Plan build_plan(const policy::FsRules& fs, const MountTable& mounts, const std::
   // 6. Writable paths, then what must stay read-only inside them, then masks.
   if (!fs.write_all) {
     for (const auto& w : fs.writable) {
-      if (fs.read_restricted || w == "/tmp" || w == "/var/tmp" || path::is_under(w, "/tmp") || path::is_under(w, "/var/tmp")) {
-        if (path::kind_of(w) == path::Kind::Directory) {
-          b.op({.kind = OpKind::Mkdir, .dst = in_new(w), .mode = 0755, .optional = true});
+      // Inside the fresh scratch layers and /dev/shm the mount point may not exist yet
+      // (an empty scratch, or host mounts hidden below it): create it and its parents.
+      const char* fresh = nullptr;
+      for (const char* top : {"/tmp", "/var/tmp", "/dev/shm"}) {
+        if (path::is_under(w, top)) fresh = top;
+      }
+      if (fresh != nullptr && w != fresh) {
+        std::vector<std::string> chain;
+        for (std::string a = path::parent(w); a != fresh && a != "/"; a = path::parent(a)) chain.push_back(a);
+        for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
+          b.op({.kind = OpKind::Mkdir, .dst = in_new(*it), .mode = 0755, .optional = true});
         }
+        bool is_dir = path::kind_of(w) == path::Kind::Directory;
+        b.op({.kind = is_dir ? OpKind::Mkdir : OpKind::File, .dst = in_new(w), .mode = is_dir ? 0755u : 0644u, .optional = true});
       }
       b.rw_bind(w);
     }

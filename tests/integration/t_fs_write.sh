@@ -93,6 +93,12 @@ expect_present "$D/q/later" "planted symlink: the file the command wrote through
 expect_absent "$D/q/later.zerobox-blocked" "planted symlink: zerobox did not follow it"
 rm -rf "$D/p" "$D/q"; mkdir -p "$D/p"
 
+# --- A writable path inside /dev/shm (a fresh tmpfs in the sandbox). ---
+SHM=$(mktemp -d /dev/shm/zbint.XXXXXX)
+zb --allow-write="$SHM" -- sh -c "echo shm > '$SHM/f'"; expect_rc 0 "--allow-write under /dev/shm"
+expect_file_eq "$SHM/f" shm "--allow-write under /dev/shm: the write reached the host"
+rm -rf "$SHM"
+
 # --- Bare --allow-write: host paths writable. ---
 zb --allow-write -- sh -c "echo bare > '$D/bare.txt' && echo tmp > '$WORK/bare-tmp.txt'"
 expect_rc 0 "bare --allow-write: writes succeed"
