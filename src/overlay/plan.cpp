@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
 #include <set>
 
 #include "util/log.hpp"
@@ -18,6 +19,21 @@ std::string in_new(const std::string& p) { return path::join(k_new, p); }
 std::string in_old(const std::string& p) { return path::join(k_old, p); }
 
 constexpr unsigned long k_ro_flags = MS_RDONLY | MS_NOSUID | MS_NODEV;
+
+// True only when the directory can be listed and has no entries.
+bool is_empty_dir(const std::string& p) {
+  DIR* d = ::opendir(p.c_str());
+  if (d == nullptr) return false;
+  bool empty = true;
+  while (dirent* e = ::readdir(d)) {
+    if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) {
+      empty = false;
+      break;
+    }
+  }
+  ::closedir(d);
+  return empty;
+}
 
 class Builder {
  public:
@@ -82,7 +98,10 @@ class Builder {
     if (!S_ISDIR(st.st_mode)) return;  // sockets, fifos and devices are left out
     if (host_path != "/") mkdir(host_path, st.st_mode & 07777);
     if (host_path != "/" && !m_mounts.has_mounts_below(host_path)) {
-      ro_overlay(host_path);
+      // An empty directory (/srv, /media, /boot on many machines) is shown as the empty
+      // skeleton directory it already is: an overlay would cost a superblock to mount and
+      // an RCU grace period to tear down, and show nothing more.
+      if (!is_empty_dir(host_path)) ro_overlay(host_path);
       return;
     }
     DIR* d = ::opendir(host_path.c_str());

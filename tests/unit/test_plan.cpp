@@ -51,6 +51,9 @@ TEST_CASE("a directory with mounts below it becomes a skeleton walked one level 
   test::TempDir t;
   test::mkdirs(t / "a/b");
   test::mkdirs(t / "a/c");
+  test::write_file(t / "a/c/file", "x");
+  test::write_file(t / "a/b/file", "x");
+  test::mkdirs(t / "a/empty");
   overlay::MountTable m = host_like();
   m.targets.insert(t / "a/b");
   policy::FsRules fs;
@@ -61,6 +64,9 @@ TEST_CASE("a directory with mounts below it becomes a skeleton walked one level 
   CHECK(find(plan, OpKind::Mkdir, "/newroot" + (t / "a")) >= 0);
   CHECK(find(plan, OpKind::Overlay, "/newroot" + (t / "a/b")) >= 0);
   CHECK(find(plan, OpKind::Overlay, "/newroot" + (t / "a/c")) >= 0);
+  // An empty directory is shown as the empty skeleton directory, without an overlay.
+  CHECK(find(plan, OpKind::Mkdir, "/newroot" + (t / "a/empty")) >= 0);
+  CHECK(find(plan, OpKind::Overlay, "/newroot" + (t / "a/empty")) < 0);
 }
 
 TEST_CASE("writable binds come before the read-only views and masks inside them") {
@@ -117,6 +123,7 @@ TEST_CASE("overlay_escape protects the option separators") {
 TEST_CASE("--allow-read paths under /tmp are mounted on top of the scratch layer") {
   test::TempDir t;  // under /tmp
   test::mkdirs(t / "data");
+  test::write_file(t / "data/f", "x");
   policy::FsRules fs;
   fs.read_restricted = true;
   fs.scratch_host_content = false;
