@@ -17,6 +17,11 @@ const char* version();
 // N killed it, 125 when zerobox could not build the sandbox (a one-line message is on
 // stderr and a setup_error event on the status fd), 126/127 when the command could not
 // be executed or found. `environ` is the caller's environment ("K=V" strings).
-int run(Policy policy, const std::vector<std::string>& environ);
+struct RunOptions {
+  // false: return once the command's status is known, leaving the kernel to finish
+  // tearing down the sandbox's namespaces (the CLI, which exits right after, does this).
+  bool wait_for_teardown = true;
+};
+int run(Policy policy, const std::vector<std::string>& environ, RunOptions options = {});
 
 }  // namespace zerobox
