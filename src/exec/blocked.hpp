@@ -1,10 +1,16 @@
-// Denied paths that did not exist when the sandbox was built cannot be masked (there is
-// no inode to mount over). If the command created one inside a writable directory, it is
-// renamed aside at exit, so it never takes effect on the host under its denied name.
+// Denied paths that did not exist when the sandbox was built have no inode to mount
+// over. A --deny-* path whose parent is writable gets an empty placeholder for the run
+// (Placeholders); a protected name, or a deeper missing path, that the command creates
+// is renamed aside at exit (move_created_aside), so it never takes effect on the host
+// under its denied name.
 #pragma once
+
+#include <sys/types.h>
 
 #include <string>
 #include <vector>
+
+#include "util/error.hpp"
 
 namespace zb::exec {
 
@@ -12,5 +18,31 @@ namespace zb::exec {
 // without following symlinks anywhere in its path, and returns one line per path for
 // the user.
 std::vector<std::string> move_created_aside(const std::vector<std::string>& absent_at_start);
+
+}  // namespace zb::exec
+
+namespace zb::exec {
+
+// Empty files standing in, for the length of a run, for denied paths that do not exist
+// yet, so that the mount plan can mask them. Each is created with O_EXCL in a parent
+// opened without following symlinks, and removed when this object goes out of scope if
+// it is still the same empty file.
+class Placeholders {
+ public:
+  Placeholders() = default;
+  Placeholders(const Placeholders&) = delete;
+  Placeholders& operator=(const Placeholders&) = delete;
+  ~Placeholders();
+
+  Result<void> create(const std::vector<std::string>& paths);
+
+ private:
+  struct Made {
+    std::string path;
+    dev_t dev;
+    ino_t ino;
+  };
+  std::vector<Made> m_made;
+};
 
 }  // namespace zb::exec

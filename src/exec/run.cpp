@@ -155,6 +155,8 @@ int run(Policy p, const std::vector<std::string>& environ, RunOptions options) {
 
   // 2. The filesystem view and the mount plan.
   auto fs = zb::policy::compute_fs(p, caller);
+  zb::exec::Placeholders placeholders;  // removed when run() returns
+  if (auto r = placeholders.create(fs.placeholders); !r) return setup_failed(status, r.error().message());
   auto mounts = zb::overlay::read_mount_table();
   if (!mounts) return setup_failed(status, mounts.error().message());
   zb::exec::SandboxSpec spec;

@@ -253,9 +253,22 @@ FsRules compute_fs(const Policy& p, const Caller& c) {
   }
 
   // Masks: --deny-read, then the protected secrets.
+  // A denied path that does not exist has no inode to mount over. Where the command
+  // could create it (a writable directory holds its parent), zerobox creates an empty
+  // placeholder for the run and masks that; a deeper missing path is moved aside at exit.
+  auto in_writable_area = [&](const std::string& x) { return fs.write_all ? visible(x) : under_any(x, fs.writable); };
+  auto absent_denied = [&](const std::string& d) {
+    if (!in_writable_area(d)) return false;
+    if (path::kind_of(path::parent(d)) == path::Kind::Directory) {
+      fs.placeholders.push_back(d);
+      return true;
+    }
+    fs.absent_protected.push_back(d);
+    return false;
+  };
   std::vector<std::string> masked;
   for (const auto& d : deny_read) {
-    if (lexists(d) && visible(d)) masked.push_back(d);
+    if (lexists(d) ? visible(d) : absent_denied(d)) masked.push_back(d);
   }
   if (p.protect) {
     for (const auto& raw : protected_read_paths()) {
@@ -290,14 +303,7 @@ FsRules compute_fs(const Policy& p, const Caller& c) {
   };
   for (const auto& d : deny_write) {
     if (!writable_at(d)) continue;
-    if (lexists(d)) {
-      ro.push_back(d);
-    } else {
-      fs.absent_protected.push_back(d);
-    }
-  }
-  for (const auto& d : deny_read) {
-    if (!lexists(d) && writable_at(d)) fs.absent_protected.push_back(d);
+    if (lexists(d) || absent_denied(d)) ro.push_back(d);
   }
   if (p.protect) {
     std::vector<std::string> roots;
@@ -338,6 +344,7 @@ FsRules compute_fs(const Policy& p, const Caller& c) {
   drop_nested(ro);
   fs.read_only = ro;
   sort_unique(fs.absent_protected);
+  sort_unique(fs.placeholders);
 
   // Writable paths are plain binds, where connect() to a host socket works. Cover the
   // usual socket directories that fall inside them with read-only overlay views.

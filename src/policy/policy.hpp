@@ -51,6 +51,10 @@ struct FsRules {
   bool var_tmp_writable = false;
   bool shm_writable = false;
   std::vector<std::string> absent_protected;  // denied or protected paths that do not exist yet
+  // Denied paths that do not exist but whose parent is writable: an empty file is
+  // created there for the run (exec/placeholders.cpp) so that it can be masked. They
+  // are already listed in masked/read_only.
+  std::vector<std::string> placeholders;
   std::string binary;                   // the command's resolved path, canonical, if found
   std::string command_path;             // the same as PATH found it (for execve)
 };

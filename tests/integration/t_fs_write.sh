@@ -74,24 +74,27 @@ zb --allow-write="$D" --deny-write="$D/sub" -- sh -c "mv '$D/sub' '$D/sub.old' |
 expect_rc_not 0 "--deny-write directory: moving it aside refused"
 expect_file_eq "$D/ro.txt" keep "--deny-write file unchanged on the host"
 expect_eq "$(cat "$D/sub/b.txt")" "$(cat "$WORK/b.orig")" "--deny-write directory unchanged on the host"
-# A denied path that does not exist has no inode to mount over: if the command creates
-# it, zerobox moves it aside at exit (docs/security.md), so it never stays under its
-# denied name, and nothing is lost.
+# A denied path that does not exist yet stays denied: an empty placeholder stands in for
+# it during the run (docs/security.md) and is gone afterwards.
 zb --allow-write="$D" --deny-write="$D/later" -- sh -c "echo x > '$D/later'"
-expect_absent "$D/later" "--deny-write of a missing path: not left on the host under its denied name"
-expect_file_eq "$D/later.zerobox-blocked" x "--deny-write of a missing path: moved aside, not lost"
-expect_contains "$ERR" "moved it to" "--deny-write of a missing path: the user is told"
-rm -f "$D/later.zerobox-blocked"
+expect_rc_not 0 "--deny-write of a path that does not exist yet: creating it is refused"
+expect_absent "$D/later" "--deny-write of a missing path: nothing left on the host"
 zb --allow-write="$D" --deny-write="$D/laterdir" -- sh -c "mkdir '$D/laterdir' && echo x > '$D/laterdir/f'"
-expect_absent "$D/laterdir" "--deny-write of a missing directory: not left under its denied name"
-expect_file_eq "$D/laterdir.zerobox-blocked/f" x "--deny-write of a missing directory: moved aside, not lost"
-rm -rf "$D/laterdir.zerobox-blocked"
+expect_rc_not 0 "--deny-write of a missing directory: creating it is refused"
+expect_absent "$D/laterdir" "--deny-write of a missing directory: nothing left on the host"
+# Deeper: the missing path's parent is missing too. The command can create both; the
+# denied path is moved aside at exit.
+zb --allow-write="$D" --deny-write="$D/newdir/later" -- sh -c "mkdir '$D/newdir' && echo x > '$D/newdir/later'"
+expect_absent "$D/newdir/later" "--deny-write below a missing directory: not left under its denied name"
+expect_file_eq "$D/newdir/later.zerobox-blocked" x "--deny-write below a missing directory: moved aside, not lost"
+expect_contains "$ERR" "moved it to" "--deny-write below a missing directory: the user is told"
+rm -rf "$D/newdir"
 # Moving aside never follows a symlink the command planted on the way.
-mkdir -p "$D/p" "$D/q"
-zb --allow-write="$D" --deny-write="$D/p/later" -- sh -c "rmdir '$D/p' && ln -s q '$D/p' && echo x > '$D/p/later'"
+mkdir -p "$D/q"
+zb --allow-write="$D" --deny-write="$D/p/later" -- sh -c "ln -s q '$D/p' && echo x > '$D/p/later'"
 expect_present "$D/q/later" "planted symlink: the file the command wrote through it is still there"
 expect_absent "$D/q/later.zerobox-blocked" "planted symlink: zerobox did not follow it"
-rm -rf "$D/p" "$D/q"; mkdir -p "$D/p"
+rm -rf "$D/p" "$D/q"
 
 # --- A writable path inside /dev/shm (a fresh tmpfs in the sandbox). ---
 SHM=$(mktemp -d /dev/shm/zbint.XXXXXX)

@@ -163,3 +163,24 @@ TEST_CASE("resolve_command searches PATH like execvp") {
   CHECK(policy::resolve_command("no-such-command-zb", "/bin:/usr/bin", "/") == "");
   CHECK(policy::resolve_command("/bin/sh", "", "/") == "/bin/sh");
 }
+
+TEST_CASE("a denied path that does not exist gets a placeholder when its parent is writable") {
+  test::TempDir t;
+  test::mkdirs(t / "w");
+  auto c = caller_in(t.path(), t.path());
+  zerobox::Policy p;
+  p.argv = {"true"};
+  p.allow_write = {t / "w"};
+  p.deny_write = {t / "w/later", t / "w/missing/deeper"};
+  p.deny_read = {t / "w/secret", t / "elsewhere"};
+  REQUIRE(policy::finalize(p, c));
+  auto fs = policy::compute_fs(p, c);
+  CHECK(fs.placeholders == std::vector<std::string>{t / "w/later", t / "w/secret"});
+  CHECK(has(fs.read_only, t / "w/later"));
+  CHECK(has(fs.masked, t / "w/secret"));
+  // Its parent is missing too: moved aside at exit instead.
+  CHECK(has(fs.absent_protected, t / "w/missing/deeper"));
+  // Outside every writable path nothing can create it: nothing to do.
+  CHECK_FALSE(has(fs.placeholders, t / "elsewhere"));
+  CHECK_FALSE(has(fs.absent_protected, t / "elsewhere"));
+}
