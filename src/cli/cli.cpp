@@ -4,6 +4,7 @@
 #include <fcntl.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <set>
 
 #include "exec/status_fd.hpp"
@@ -240,14 +241,10 @@ Parsed parse_args(const std::vector<std::string>& raw_args, const std::vector<st
   if (quiet) p.quiet = true;
   if (!cwd.empty()) p.cwd = cwd;
   if (!status_fd.empty()) {
-    int fd = -1;
-    try {
-      size_t used = 0;
-      fd = std::stoi(status_fd, &used);
-      if (used != status_fd.size()) throw std::invalid_argument("trailing");
-    } catch (const std::exception&) {
-      throw UsageError{"--status-fd: '" + status_fd + "' is not a number"};
-    }
+    bool digits = !status_fd.empty() && status_fd.size() <= 9 &&
+                  std::all_of(status_fd.begin(), status_fd.end(), [](char c) { return c >= '0' && c <= '9'; });
+    if (!digits) throw UsageError{"--status-fd: '" + status_fd + "' is not a file descriptor number"};
+    int fd = std::stoi(status_fd);
     std::string why;
     if (!exec::StatusFd::valid(fd, why)) throw UsageError{why};
     p.status_fd = fd;

@@ -3,10 +3,12 @@
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <sys/stat.h>
+#include <sys/random.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 #include "util/fd.hpp"
@@ -64,27 +66,50 @@ Placeholders::~Placeholders() {
 std::vector<std::string> move_created_aside(const std::vector<std::string>& paths) {
   std::vector<std::string> out;
   for (const auto& p : paths) {
-    std::string parent = path::parent(p);
-    std::string name = base_name(p);
-    // The command may have replaced a directory on the way with a symlink: refuse to
-    // follow any, so the rename stays where the policy meant it.
-    UniqueFd dir = open_parent(p);
-    if (!dir) continue;
-    struct stat st {};
-    if (::fstatat(dir.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
-    std::string target;
-    int rc = -1;
-    for (int n = 1; n < 100 && rc != 0; ++n) {
-      target = name + ".zerobox-blocked" + (n == 1 ? std::string() : "-" + std::to_string(n));
-      rc = static_cast<int>(::syscall(SYS_renameat2, dir.get(), name.c_str(), dir.get(), target.c_str(), RENAME_NOREPLACE));
-      if (rc != 0 && errno != EEXIST) break;
+    // Walk down from / without following anything. When the sandbox was built, every
+    // existing component of p was a real directory (p is canonical) and p did not exist;
+    // so a symlink on the way, or p itself, is the command's doing: move that aside.
+    UniqueFd dir(::open("/", O_PATH | O_DIRECTORY | O_CLOEXEC));
+    std::vector<std::string> parts;
+    for (size_t i = 1; i <= p.size();) {
+      size_t j = p.find('/', i);
+      if (j == std::string::npos) j = p.size();
+      if (j > i) parts.push_back(p.substr(i, j - i));
+      i = j + 1;
     }
-    if (rc == 0) {
-      out.push_back("the command created denied path " + log::quote(p) + "; moved it to " +
-                    log::quote(path::join(parent, target)) + " (name it in --allow-write to allow it)");
-    } else {
-      out.push_back("the command created denied path " + log::quote(p) + " and it could not be moved aside: " +
-                    std::strerror(errno));
+    std::string here;
+    for (size_t i = 0; dir && i < parts.size(); ++i) {
+      const std::string& name = parts[i];
+      struct stat st {};
+      if (::fstatat(dir.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) break;  // not created
+      if (i + 1 < parts.size() && S_ISDIR(st.st_mode)) {
+        here = path::join(here.empty() ? "/" : here, name);
+        dir.reset(::openat(dir.get(), name.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+        continue;
+      }
+      if (i + 1 < parts.size() && !S_ISLNK(st.st_mode)) break;  // a file where a directory would be: p cannot exist
+      std::string what = path::join(here.empty() ? "/" : here, name);
+      // An unguessable suffix: the command cannot pre-create the target to block the move.
+      std::string target;
+      int rc = -1;
+      for (int attempt = 0; attempt < 16 && rc != 0; ++attempt) {
+        uint32_t r = 0;
+        if (::getrandom(&r, sizeof r, 0) != static_cast<ssize_t>(sizeof r)) r = static_cast<uint32_t>(::getpid() + attempt);
+        char suffix[16];
+        std::snprintf(suffix, sizeof suffix, "%08x", r);
+        target = name + ".zerobox-blocked-" + suffix;
+        rc = static_cast<int>(::syscall(SYS_renameat2, dir.get(), name.c_str(), dir.get(), target.c_str(), RENAME_NOREPLACE));
+        if (rc != 0 && errno != EEXIST) break;
+      }
+      if (rc == 0) {
+        out.push_back("the command created denied path " + log::quote(what) + (what == p ? "" : " (on the way to " + log::quote(p) + ")") +
+                      "; moved it to " + log::quote(path::join(here.empty() ? "/" : here, target)) +
+                      " (name it in --allow-write to allow it)");
+      } else {
+        out.push_back("error: the command created denied path " + log::quote(what) + " and it could not be moved aside: " +
+                      std::strerror(errno) + "; remove it before using this directory");
+      }
+      break;
     }
   }
   return out;

@@ -198,7 +198,14 @@ int run(Policy p, const std::vector<std::string>& environ, RunOptions options) {
   auto res = zb::exec::run_sandbox(spec, [&](long pid) { status.child_started(pid); });
   for (const auto& n : res.notes) log::debug(n);
   if (res.outcome == zb::exec::Outcome::SetupFailed) return setup_failed(status, res.message);
-  for (const auto& line : zb::exec::move_created_aside(fs.absent_protected)) log::warning(line);
+  for (const auto& line : zb::exec::move_created_aside(fs.absent_protected)) {
+    // A failure to move one aside is an error, shown even with --quiet.
+    if (line.rfind("error: ", 0) == 0) {
+      log::error(line.substr(7));
+    } else {
+      log::warning(line);
+    }
+  }
   return finish(status, p.argv[0], res.outcome, res.code, res.sig, res.err);
 }
 

@@ -9,13 +9,9 @@
 namespace zb::exec {
 
 StatusFd::StatusFd(int fd) : m_fd(fd) {
-  if (m_fd >= 0) {
-    // Events must never block the supervisor: a reader that stops reading only delays
-    // it briefly (write_line waits at most a second per event).
-    int fl = ::fcntl(m_fd, F_GETFL);
-    if (fl >= 0) ::fcntl(m_fd, F_SETFL, fl | O_NONBLOCK);
-    ::fcntl(m_fd, F_SETFD, FD_CLOEXEC);
-  }
+  // O_NONBLOCK is not set: it belongs to the open file description, which the caller
+  // (and, through 3>&1, the command's own stdout) may share. write_line polls instead.
+  if (m_fd >= 0) ::fcntl(m_fd, F_SETFD, FD_CLOEXEC);
 }
 
 StatusFd::~StatusFd() { close(); }
@@ -40,22 +36,18 @@ bool StatusFd::valid(int fd, std::string& why) {
 void StatusFd::write_line(const std::string& json) {
   if (m_fd < 0) return;
   std::string line = json + "\n";
+  // Events must never hold the supervisor up for long: a reader that stops reading
+  // delays each event by at most a second, after which the event is dropped.
   size_t off = 0;
-  int waited_ms = 0;
   while (off < line.size()) {
+    pollfd p{m_fd, POLLOUT, 0};
+    int ready = ::poll(&p, 1, 1000);
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready <= 0 || (p.revents & (POLLERR | POLLHUP | POLLNVAL)) != 0) return;
     ssize_t n = ::write(m_fd, line.data() + off, line.size() - off);
-    if (n > 0) {
-      off += static_cast<size_t>(n);
-      continue;
-    }
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && errno == EAGAIN && waited_ms < 1000) {
-      pollfd p{m_fd, POLLOUT, 0};
-      ::poll(&p, 1, 50);
-      waited_ms += 50;
-      continue;
-    }
-    return;  // reader gone or stuck: events are best effort, the run goes on
+    if (n <= 0) return;
+    off += static_cast<size_t>(n);
   }
 }
 

@@ -101,7 +101,9 @@ bool execute_plan(const Plan& plan, const char* staging, const char* cwd, MountF
   for (size_t i = 0; i < plan.ops.size(); ++i) {
     const Op& op = plan.ops[i];
     if (run_op(op) == 0) continue;
-    if (!op.optional) return failed(f, MountStep::Op, static_cast<int32_t>(i));
+    // "Optional" covers only a path this kernel or host does not have; any other
+    // failure of a protective mount is fatal (fail closed).
+    if (!op.optional || errno != ENOENT) return failed(f, MountStep::Op, static_cast<int32_t>(i));
     if (report.n_skipped < MountReport::k_max_skipped) {
       report.skipped[report.n_skipped] = static_cast<int32_t>(i);
       report.skipped_err[report.n_skipped] = errno;

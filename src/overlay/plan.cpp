@@ -319,11 +319,14 @@ Plan build_plan(const policy::FsRules& fs, const MountTable& mounts, const std::
       b.rw_bind(w);
     }
   }
-  // A read-only path inside a writable one must keep its place: make each directory
-  // between them a mount point, which cannot be renamed or removed. Otherwise
-  // `mv .git .git.old; mkdir -p .git/hooks` would recreate a writable hooks directory.
+  // A read-only or masked path inside a writable one must keep its place: make each
+  // directory between them a mount point, which cannot be renamed or removed. Otherwise
+  // `mv .git .git.old; mkdir -p .git/hooks` would recreate a writable hooks directory,
+  // and `mv a a2; mkdir a; echo x > a/secret` would replace a denied file.
   std::set<std::string> anchors;
-  for (const auto& r : fs.read_only) {
+  std::vector<std::string> fixed = fs.read_only;
+  fixed.insert(fixed.end(), fs.masked.begin(), fs.masked.end());
+  for (const auto& r : fixed) {
     std::string root;
     if (fs.write_all) {
       root = "/";

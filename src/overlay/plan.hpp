@@ -43,7 +43,7 @@ struct Op {
   unsigned long flags = 0;
   unsigned mode = 0755;
   bool recursive = false;
-  bool optional = false;  // failure is noted in --debug, not fatal
+  bool optional = false;  // ENOENT (not on this host) is noted in --debug, not fatal
 };
 
 struct Plan {

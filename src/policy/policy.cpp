@@ -20,6 +20,10 @@ using zerobox::SnapshotMode;
 const std::vector<std::string>& protected_write_names() {
   static const std::vector<std::string> names = {
       ".git/hooks", ".git/config", ".gitmodules",
+      // Other ways to point git at a config or hooks it would run: a shared repository
+      // (commondir), per-worktree config, and the git directories of submodules and
+      // linked worktrees, which have their own config and hooks.
+      ".git/commondir", ".git/config.worktree", ".git/modules", ".git/worktrees",
       // Shell start-up files run by the next interactive shell.
       ".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile", ".zshrc",
       ".zshenv", ".zprofile", ".zlogin", ".zlogout", ".cshrc", ".tcshrc", ".kshrc",
@@ -34,7 +38,8 @@ const std::vector<std::string>& protected_read_paths() {
   static const std::vector<std::string> paths = {
       "~/.ssh", "~/.gnupg", "~/.aws", "~/.config/gcloud", "~/.kube",
       "~/.docker/config.json", "~/.netrc", "~/.git-credentials", "~/.config/gh",
-      "~/.pypirc", "/etc/shadow", "/etc/gshadow", "/etc/ssh/*key*"};
+      "~/.pypirc", "/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-", "/etc/ssh/*key*",
+      "/etc/ssl/private"};
   return paths;
 }
 
@@ -120,6 +125,14 @@ Result<void> finalize(Policy& p, const Caller& c) {
   }
   if (auto r = canonical_list(p.allow_read, "--allow-read", at_cwd, true, false); !r) return r;
   if (auto r = canonical_list(p.allow_write, "--allow-write", at_cwd, true, true); !r) return r;
+  // "/" is the bare flag. The kernel's own file systems are never bound in from the host
+  // (that would undo the fresh /proc, the read-only /sys and the minimal /dev).
+  if (std::erase(p.allow_write, std::string("/")) > 0) p.write_all = true;
+  for (const auto& w : p.allow_write) {
+    bool kernel = path::is_under(w, "/proc") || path::is_under(w, "/sys") ||
+                  (path::is_under(w, "/dev") && !path::is_under(w, "/dev/shm"));
+    if (kernel) return fail_msg("--allow-write " + log::quote(w) + ": kernel interfaces (/proc, /sys, /dev) cannot be made writable");
+  }
   if (auto r = canonical_list(p.deny_read, "--deny-read", at_cwd, false, false); !r) return r;
   if (auto r = canonical_list(p.deny_write, "--deny-write", at_cwd, false, false); !r) return r;
   for (auto& s : p.snapshot_paths) s = path::absolute(s, c.cwd, c.home);
@@ -249,7 +262,11 @@ FsRules compute_fs(const Policy& p, const Caller& c) {
   auto visible = [&](const std::string& x) { return !fs.read_restricted || under_any(x, fs.readable); };
 
   if (fs.write_all) {
-    fs.tmp_writable = fs.var_tmp_writable = fs.shm_writable = true;
+    // With --allow-read, only what is readable becomes writable: the host's /tmp is bound
+    // in only when /tmp is readable, otherwise it stays a private scratch directory.
+    fs.tmp_writable = visible("/tmp");
+    fs.var_tmp_writable = visible("/var/tmp");
+    fs.shm_writable = visible("/dev/shm");
   }
 
   // Masks: --deny-read, then the protected secrets.
@@ -330,10 +347,17 @@ FsRules compute_fs(const Policy& p, const Caller& c) {
     sort_unique(roots);
     for (const auto& root : roots) {
       for (const auto& name : protected_write_names()) {
-        std::string full = path::join(root, name);
+        std::string literal = path::join(root, name);
+        if (named(literal, p.allow_write)) continue;
+        // A dotfile kept as a symlink (~/.bashrc -> dotfiles/bashrc): protect what it
+        // points at, where that is writable. The link itself can still be replaced
+        // (docs/security.md).
+        auto canon = path::canonicalize(literal);
+        if (!canon) continue;
+        const std::string& full = canon->path;
         if (named(full, p.allow_write)) continue;
         if (!writable_at(full)) continue;
-        if (lexists(full)) {
+        if (canon->exists) {
           ro.push_back(full);
         } else {
           fs.absent_protected.push_back(full);

@@ -36,9 +36,9 @@ for f in .envrc .mcp.json .gitmodules .profile .zshrc .npmrc .gitconfig .idea .c
   # No inode to mask: created files are moved aside at exit (docs/security.md).
   zb "$AW" -C "$R" -- sh -c "echo evil > '$R/$f'"
   expect_absent "$R/$f" "protected $f that did not exist: not left on the host under its name"
-  expect_present "$R/$f.zerobox-blocked" "protected $f: moved aside, not lost"
+  expect_present "$(ls -d "$R/$f".zerobox-blocked-* 2>/dev/null | head -1)" "protected $f: moved aside, not lost"
   expect_contains "$ERR" "moved it to" "protected $f: the user is told"
-  rm -rf "$R/$f.zerobox-blocked"
+  rm -rf "$R/$f".zerobox-blocked-*
 done
 zb "$AW" -C "$R" -- sh -c "mkdir -p '$R/.config/fish' && echo evil > '$R/.config/fish/config.fish'"
 expect_absent "$R/.config/fish" "protected .config/fish not left on the host"
