@@ -66,6 +66,16 @@ Placeholders::~Placeholders() {
 std::vector<std::string> move_created_aside(const std::vector<std::string>& paths) {
   std::vector<std::string> out;
   for (const auto& p : paths) {
+    // Common case, one openat2(): the parent resolves without symlinks, and p is absent.
+    {
+      UniqueFd parent = open_parent(p);
+      if (parent) {
+        struct stat st {};
+        if (::fstatat(parent.get(), base_name(p).c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+      } else if (errno == ENOENT || errno == ENOTDIR) {
+        continue;  // a directory on the way is missing: p was not created
+      }
+    }
     // Walk down from / without following anything. When the sandbox was built, every
     // existing component of p was a real directory (p is canonical) and p did not exist;
     // so a symlink on the way, or p itself, is the command's doing: move that aside.

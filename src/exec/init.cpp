@@ -27,9 +27,14 @@ void forward(int sig) {
   // A fresh session: no controlling terminal to push input into, and our own process
   // group for signal forwarding.
   ::setsid();
+  // Handlers are reset by execve; what zerobox itself set to "ignore" (SIGPIPE) is
+  // not, so restore the defaults of every signal zerobox touched. Signals the caller
+  // ignored stay ignored, as across any exec.
   struct sigaction dfl {};
   dfl.sa_handler = SIG_DFL;
-  for (int s = 1; s < 65; ++s) ::sigaction(s, &dfl, nullptr);
+  for (int s : k_forwarded_signals) ::sigaction(s, &dfl, nullptr);
+  ::sigaction(SIGPIPE, &dfl, nullptr);
+  ::sigaction(SIGCHLD, &dfl, nullptr);
   sigset_t none;
   sigemptyset(&none);
   ::sigprocmask(SIG_SETMASK, &none, nullptr);

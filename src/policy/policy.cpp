@@ -352,12 +352,24 @@ FsRules compute_fs(const Policy& p, const Caller& c) {
         // A dotfile kept as a symlink (~/.bashrc -> dotfiles/bashrc): protect what it
         // points at, where that is writable. The link itself can still be replaced
         // (docs/security.md).
-        auto canon = path::canonicalize(literal);
-        if (!canon) continue;
-        const std::string& full = canon->path;
-        if (named(full, p.allow_write)) continue;
+        // Roots are canonical, so only a symlink in the name itself (the entry, or its
+        // parent for names like .git/hooks) needs resolving; two lstat() calls decide.
+        std::string full = literal;
+        struct stat st {};
+        bool exists = ::lstat(literal.c_str(), &st) == 0;
+        bool linked = exists && S_ISLNK(st.st_mode);
+        if (!exists && name.find('/') != std::string::npos) {
+          linked = ::lstat(path::parent(literal).c_str(), &st) == 0 && S_ISLNK(st.st_mode);
+        }
+        if (linked) {
+          auto canon = path::canonicalize(literal);
+          if (!canon) continue;
+          full = canon->path;
+          exists = canon->exists;
+          if (named(full, p.allow_write)) continue;
+        }
         if (!writable_at(full)) continue;
-        if (canon->exists) {
+        if (exists) {
           ro.push_back(full);
         } else {
           fs.absent_protected.push_back(full);
