@@ -69,6 +69,8 @@ Parsed parse_args(const std::vector<std::string>& raw_args, const std::vector<st
                "zerobox"};
   app.set_version_flag("-V,--version", std::string("zerobox ") + zerobox::version());
   app.prefix_command();
+  // CLI11 2.1 has no usage override: widen the "[OPTIONS]" label of the usage line.
+  app.get_formatter()->label("OPTIONS", "OPTIONS] [--] COMMAND [ARGS...");
   app.footer("Exit status: the command's own; 128+N if killed by signal N; 2 usage error;\n"
              "125 zerobox could not set up the sandbox; 126 not executable; 127 not found.\n"
              "Full reference: docs/usage.md.");
