@@ -1,0 +1,280 @@
+// The content-addressed blob store (layout and locking in store.hpp).
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <memory>
+#include <vector>
+
+#include "store/internal.hpp"
+#include "store/sqlite.hpp"
+#include "store/store.hpp"
+
+// Header-only: every XXH function is static inline here, so nothing links libxxhash.
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+namespace zb::store {
+
+namespace {
+
+// Large enough that read(2) and the hash run at disk speed, small enough that many
+// concurrent zerobox processes do not notice it.
+constexpr std::size_t k_chunk = 128 * 1024;
+
+struct FreeXxh {
+  void operator()(XXH3_state_t* s) const { XXH3_freeState(s); }
+};
+
+// XXH3-128 of everything read from fd to EOF, optionally copying it to out_fd.
+struct Digest {
+  std::string hash;
+  std::int64_t size = 0;
+};
+
+Result<Digest> hash_stream(int fd, int out_fd, const std::string& shown_in, const std::string& shown_out) {
+  std::unique_ptr<XXH3_state_t, FreeXxh> state(XXH3_createState());
+  if (!state) return fail("XXH3_createState", ENOMEM);
+  XXH3_128bits_reset(state.get());
+  std::vector<char> buf(k_chunk);
+  Digest d;
+  for (;;) {
+    ssize_t n = ::read(fd, buf.data(), buf.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return fail("read " + shown_in);
+    }
+    if (n == 0) break;
+    auto len = static_cast<std::size_t>(n);
+    XXH3_128bits_update(state.get(), buf.data(), len);
+    d.size += n;
+    for (std::size_t off = 0; out_fd >= 0 && off < len;) {
+      ssize_t w = ::write(out_fd, buf.data() + off, len - off);
+      if (w < 0) {
+        if (errno == EINTR) continue;
+        return fail("write " + shown_out);
+      }
+      off += static_cast<std::size_t>(w);
+    }
+  }
+  XXH128_canonical_t canon;
+  XXH128_canonicalFromHash(&canon, XXH3_128bits_digest(state.get()));
+  static constexpr std::string_view hex = "0123456789abcdef";
+  for (unsigned char c : canon.digest) {
+    d.hash += hex[c >> 4];
+    d.hash += hex[c & 15];
+  }
+  return d;
+}
+
+// Unlinks a temporary file unless dismissed.
+class TempFile {
+ public:
+  TempFile(int dir_fd, std::string name) : m_dir_fd(dir_fd), m_name(std::move(name)) {}
+  TempFile(const TempFile&) = delete;
+  TempFile& operator=(const TempFile&) = delete;
+  ~TempFile() {
+    if (!m_name.empty()) ::unlinkat(m_dir_fd, m_name.c_str(), 0);
+  }
+  const std::string& name() const { return m_name; }
+  void dismiss() { m_name.clear(); }
+
+ private:
+  int m_dir_fd;
+  std::string m_name;
+};
+
+std::string blob_shown(const std::string& dir, std::string_view hash) {
+  return dir + "/blobs/" + std::string(hash.substr(0, 2)) + "/" + std::string(hash.substr(2));
+}
+
+Result<void> check_hash(std::string_view hash) {
+  if (!valid_id(hash)) return fail_msg("invalid blob hash '" + std::string(hash.substr(0, 64)) + "'");
+  return {};
+}
+
+}  // namespace
+
+namespace detail {
+
+Result<BlobsLock> BlobsLock::acquire(int blobs_fd) {
+  while (::flock(blobs_fd, LOCK_EX) != 0) {
+    if (errno != EINTR) return fail("flock blobs/");
+  }
+  return BlobsLock(blobs_fd);
+}
+
+BlobsLock::~BlobsLock() {
+  if (m_fd >= 0) ::flock(m_fd, LOCK_UN);
+}
+
+Result<Dropped> drop_blob_refs(sqlite3* db, const std::vector<std::string>& hashes) {
+  auto dec = sql::Stmt::prepare(db, "UPDATE blobs SET refs = refs - 1 WHERE hash = ?1 RETURNING refs");
+  if (!dec) return std::unexpected(dec.error());
+  auto del = sql::Stmt::prepare(db, "DELETE FROM blobs WHERE hash = ?1");
+  if (!del) return std::unexpected(del.error());
+  Dropped out;
+  for (const auto& h : hashes) {
+    dec->reset();
+    auto row = dec->bind_text(1, h).step();
+    if (!row) return std::unexpected(row.error());
+    if (!*row) {
+      out.missing.push_back(h);
+      continue;
+    }
+    std::int64_t refs = dec->int64(0);
+    // Finish the UPDATE ... RETURNING before the DELETE touches the same row.
+    if (auto done = dec->step(); !done) return std::unexpected(done.error());
+    if (refs > 0) continue;
+    del->reset();
+    if (auto r = del->bind_text(1, h).run(); !r) return std::unexpected(r.error());
+    out.deleted.push_back(h);
+  }
+  return out;
+}
+
+void unlink_blob_files(int blobs_fd, const std::vector<std::string>& hashes) {
+  for (const auto& h : hashes) {
+    if (!valid_id(h)) continue;
+    std::string rel = h.substr(0, 2) + "/" + h.substr(2);
+    ::unlinkat(blobs_fd, rel.c_str(), 0);
+  }
+}
+
+}  // namespace detail
+
+Result<BlobInfo> Store::install_blob(int src_dir_fd, const std::string& src_name, int chmod_fd,
+                                     const std::string& hash, std::int64_t size) {
+  auto lock = detail::BlobsLock::acquire(m_blobs_fd.get());
+  if (!lock) return std::unexpected(lock.error());
+  std::string sub = hash.substr(0, 2);
+  std::string rest = hash.substr(2);
+  std::string shown = blob_shown(m_dir, hash);
+  bool new_sub = ::mkdirat(m_blobs_fd.get(), sub.c_str(), 0700) == 0;
+  if (!new_sub && errno != EEXIST) return fail("mkdir " + m_dir + "/blobs/" + sub);
+  UniqueFd sub_fd(::openat(m_blobs_fd.get(), sub.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!sub_fd) return fail("open " + m_dir + "/blobs/" + sub);
+
+  struct stat st {};
+  if (::fstatat(sub_fd.get(), rest.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
+    // Same hash, same content: keep the blob that is in place, drop the new copy.
+    if (::unlinkat(src_dir_fd, src_name.c_str(), 0) != 0 && errno != ENOENT) return fail("unlink " + src_name);
+  } else if (errno == ENOENT) {
+    if (chmod_fd >= 0) (void)::fchmod(chmod_fd, 0400);
+    if (::renameat(src_dir_fd, src_name.c_str(), sub_fd.get(), rest.c_str()) != 0) {
+      return fail("rename " + src_name + " to " + shown);
+    }
+    // The rename is durable only once the directories holding it are.
+    if (::fsync(sub_fd.get()) != 0) return fail("fsync " + m_dir + "/blobs/" + sub);
+    if (new_sub && ::fsync(m_blobs_fd.get()) != 0) return fail("fsync " + m_dir + "/blobs");
+  } else {
+    return fail("stat " + shown);
+  }
+
+  auto st_up = sql::Stmt::prepare(m_db.get(),
+                                  "INSERT INTO blobs(hash, size, refs) VALUES(?1, ?2, 1) "
+                                  "ON CONFLICT(hash) DO UPDATE SET refs = refs + 1 RETURNING size, refs");
+  if (!st_up) return std::unexpected(st_up.error());
+  auto row = st_up->bind_text(1, hash).bind(2, size).step();
+  if (!row) return std::unexpected(row.error());
+  if (!*row) return fail_msg("blob " + hash + ": upsert returned nothing");
+  BlobInfo info{hash, st_up->int64(0), st_up->int64(1)};
+  if (auto done = st_up->step(); !done) return std::unexpected(done.error());
+  return info;
+}
+
+Result<BlobInfo> Store::put_blob_from_fd(int fd) {
+  auto rnd = detail::random_hex(8);
+  if (!rnd) return std::unexpected(rnd.error());
+  std::string name = "tmp." + *rnd;
+  std::string shown = m_dir + "/blobs/" + name;
+  UniqueFd out(::openat(m_blobs_fd.get(), name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0400));
+  if (!out) return fail("create " + shown);
+  TempFile tmp(m_blobs_fd.get(), name);
+  auto d = hash_stream(fd, out.get(), "blob source", shown);
+  if (!d) return std::unexpected(d.error());
+  if (::fsync(out.get()) != 0) return fail("fsync " + shown);
+  out.reset();
+  auto info = install_blob(m_blobs_fd.get(), name, -1, d->hash, d->size);
+  if (info) tmp.dismiss();
+  return info;
+}
+
+Result<BlobInfo> Store::put_blob_by_rename(int dir_fd, const std::string& name) {
+  // O_NONBLOCK: opening a FIFO must fail the S_ISREG check below, not hang.
+  UniqueFd fd(::openat(dir_fd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  if (!fd) return fail("open " + name);
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) return fail("stat " + name);
+  if (!S_ISREG(st.st_mode)) return fail("blob source " + name + " is not a regular file", EINVAL);
+  struct stat blobs_st {};
+  if (::fstat(m_blobs_fd.get(), &blobs_st) != 0) return fail("stat " + m_dir + "/blobs");
+
+  auto copy_and_unlink = [&]() -> Result<BlobInfo> {
+    if (::lseek(fd.get(), 0, SEEK_SET) != 0) return fail("lseek " + name);
+    auto info = put_blob_from_fd(fd.get());
+    if (!info) return info;
+    if (::unlinkat(dir_fd, name.c_str(), 0) != 0 && errno != ENOENT) return fail("unlink " + name);
+    return info;
+  };
+  // Another hard link could change the content after it is in the store.
+  if (st.st_nlink > 1 || st.st_dev != blobs_st.st_dev) return copy_and_unlink();
+
+  auto d = hash_stream(fd.get(), -1, name, "");
+  if (!d) return std::unexpected(d.error());
+  // The file may have been written without fsync; it must be durable before it is a blob.
+  if (::fsync(fd.get()) != 0) return fail("fsync " + name);
+  auto info = install_blob(dir_fd, name, fd.get(), d->hash, d->size);
+  // Same st_dev but different mounts (bind mounts) still refuse rename(2).
+  if (!info && info.error().err == EXDEV) return copy_and_unlink();
+  return info;
+}
+
+Result<BlobInfo> Store::put_blob_by_rename(const std::string& path) { return put_blob_by_rename(AT_FDCWD, path); }
+
+Result<void> Store::retain_blob(std::string_view hash) {
+  if (auto r = check_hash(hash); !r) return r;
+  auto st = sql::Stmt::prepare(m_db.get(), "UPDATE blobs SET refs = refs + 1 WHERE hash = ?1");
+  if (!st) return std::unexpected(st.error());
+  if (auto r = st->bind_text(1, hash).run(); !r) return r;
+  if (sqlite3_changes(m_db.get()) == 0) return fail("blob " + std::string(hash), ENOENT);
+  return {};
+}
+
+Result<UniqueFd> Store::open_blob(std::string_view hash) {
+  if (auto r = check_hash(hash); !r) return std::unexpected(r.error());
+  std::string rel = std::string(hash.substr(0, 2)) + "/" + std::string(hash.substr(2));
+  UniqueFd fd(::openat(m_blobs_fd.get(), rel.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  if (!fd) return fail("open blob " + blob_shown(m_dir, hash));
+  return fd;
+}
+
+Result<std::optional<BlobInfo>> Store::blob_info(std::string_view hash) {
+  auto st = sql::Stmt::prepare(m_db.get(), "SELECT size, refs FROM blobs WHERE hash = ?1");
+  if (!st) return std::unexpected(st.error());
+  auto row = st->bind_text(1, hash).step();
+  if (!row) return std::unexpected(row.error());
+  if (!*row) return std::optional<BlobInfo>();
+  return std::optional<BlobInfo>(BlobInfo{std::string(hash), st->int64(0), st->int64(1)});
+}
+
+Result<void> Store::release_blob(std::string_view hash_view) {
+  std::string hash(hash_view);
+  if (auto r = check_hash(hash); !r) return r;
+  auto lock = detail::BlobsLock::acquire(m_blobs_fd.get());
+  if (!lock) return std::unexpected(lock.error());
+  auto txn = sql::Transaction::begin(m_db.get());
+  if (!txn) return std::unexpected(txn.error());
+  auto dropped = detail::drop_blob_refs(m_db.get(), {hash});
+  if (!dropped) return std::unexpected(dropped.error());
+  if (!dropped->missing.empty()) return fail("blob " + hash, ENOENT);
+  if (auto r = txn->commit(); !r) return r;
+  // After the commit: a crash in between leaves a file without a row, which is garbage,
+  // never a row without its file.
+  detail::unlink_blob_files(m_blobs_fd.get(), dropped->deleted);
+  return {};
+}
+
+}  // namespace zb::store

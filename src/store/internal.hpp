@@ -1,0 +1,50 @@
+// Helpers shared by store.cpp and blobs.cpp. Internal to src/store.
+#pragma once
+
+#include <sqlite3.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "util/error.hpp"
+
+namespace zb::store::detail {
+
+// n random bytes from getrandom(2) as 2n lowercase hex digits.
+Result<std::string> random_hex(std::size_t n);
+
+// CLOCK_REALTIME in nanoseconds.
+std::int64_t now_ns();
+
+// flock(LOCK_EX) on the blobs/ directory, held while blob files are created or deleted
+// and their rows changed (store.hpp, "On-disk format"). Taken before any SQLite write
+// transaction, never inside one, so the two locks are always acquired in one order.
+class BlobsLock {
+ public:
+  static Result<BlobsLock> acquire(int blobs_fd);
+  BlobsLock(BlobsLock&& other) noexcept : m_fd(std::exchange(other.m_fd, -1)) {}
+  BlobsLock& operator=(BlobsLock&&) = delete;
+  BlobsLock(const BlobsLock&) = delete;
+  BlobsLock& operator=(const BlobsLock&) = delete;
+  ~BlobsLock();
+
+ private:
+  explicit BlobsLock(int fd) : m_fd(fd) {}
+  int m_fd = -1;
+};
+
+struct Dropped {
+  std::vector<std::string> deleted;  // reached zero references: rows deleted
+  std::vector<std::string> missing;  // had no row
+};
+// Drops one reference per element of hashes (repeats count). Run inside a transaction,
+// under BlobsLock; delete the files of `deleted` after the commit.
+Result<Dropped> drop_blob_refs(sqlite3* db, const std::vector<std::string>& hashes);
+
+// Unlinks blobs/ab/cdef... for each hash, ignoring ENOENT (a crash may have gone first).
+void unlink_blob_files(int blobs_fd, const std::vector<std::string>& hashes);
+
+}  // namespace zb::store::detail

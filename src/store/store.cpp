@@ -1,0 +1,842 @@
+// The journal: opening and migrating it, sessions, changes and session locks.
+// Blobs are in blobs.cpp; the format is specified in store.hpp.
+#include "store/store.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+#include <charconv>
+#include <ctime>
+#include <nlohmann/json.hpp>
+#include <utility>
+
+#include "policy/policy.hpp"
+#include "store/internal.hpp"
+#include "store/sqlite.hpp"
+#include "util/log.hpp"
+
+namespace zb::store {
+
+namespace {
+
+constexpr int k_busy_timeout_ms = 5000;
+
+// --- Spellings --------------------------------------------------------------------
+
+constexpr std::array<std::string_view, 2> k_kinds = {"run", "restore"};
+constexpr std::array<std::string_view, 3> k_modes = {"snapshot", "restore", "review"};
+constexpr std::array<std::string_view, 6> k_states = {"running",  "pending",  "accepted",
+                                                      "discarded", "restored", "failed"};
+constexpr std::array<std::string_view, 5> k_change_kinds = {"added", "modified", "deleted", "type_changed",
+                                                            "mode_changed"};
+constexpr std::array<std::string_view, 7> k_file_types = {"file", "dir", "symlink", "fifo",
+                                                          "socket", "char", "block"};
+
+template <class E, std::size_t N>
+std::string_view spell(const std::array<std::string_view, N>& names, E v) {
+  auto i = static_cast<std::size_t>(v);
+  return i < N ? names[i] : std::string_view("?");
+}
+
+template <class E, std::size_t N>
+std::optional<E> parse(const std::array<std::string_view, N>& names, std::string_view s) {
+  for (std::size_t i = 0; i < N; ++i) {
+    if (names[i] == s) return static_cast<E>(i);
+  }
+  return std::nullopt;
+}
+
+// --- Lists of byte strings as JSON ------------------------------------------------
+
+// Strict UTF-8 (no overlongs, surrogates or code points above U+10FFFF): what JSON text
+// may carry, and what nlohmann's dump() accepts without throwing.
+bool valid_utf8(std::string_view s) {
+  std::size_t i = 0;
+  auto byte = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
+  auto cont = [&](std::size_t k) { return k < s.size() && (byte(k) & 0xC0) == 0x80; };
+  while (i < s.size()) {
+    unsigned char c = byte(i);
+    if (c < 0x80) {
+      i += 1;
+    } else if (c >= 0xC2 && c <= 0xDF) {
+      if (!cont(i + 1)) return false;
+      i += 2;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+      if (!cont(i + 1) || !cont(i + 2)) return false;
+      unsigned char c1 = byte(i + 1);
+      if ((c == 0xE0 && c1 < 0xA0) || (c == 0xED && c1 > 0x9F)) return false;
+      i += 3;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      if (!cont(i + 1) || !cont(i + 2) || !cont(i + 3)) return false;
+      unsigned char c1 = byte(i + 1);
+      if ((c == 0xF0 && c1 < 0x90) || (c == 0xF4 && c1 > 0x8F)) return false;
+      i += 4;
+    } else {
+      return false;
+    }
+  }
+  return true;
+}
+
+constexpr std::string_view k_b64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+std::string base64(std::string_view in) {
+  std::string out;
+  out.reserve((in.size() + 2) / 3 * 4);
+  for (std::size_t i = 0; i < in.size(); i += 3) {
+    std::uint32_t v = static_cast<std::uint32_t>(static_cast<unsigned char>(in[i])) << 16;
+    if (i + 1 < in.size()) v |= static_cast<std::uint32_t>(static_cast<unsigned char>(in[i + 1])) << 8;
+    if (i + 2 < in.size()) v |= static_cast<unsigned char>(in[i + 2]);
+    out += k_b64[(v >> 18) & 63];
+    out += k_b64[(v >> 12) & 63];
+    out += i + 1 < in.size() ? k_b64[(v >> 6) & 63] : '=';
+    out += i + 2 < in.size() ? k_b64[v & 63] : '=';
+  }
+  return out;
+}
+
+std::optional<std::string> unbase64(std::string_view in) {
+  if (in.size() % 4 != 0) return std::nullopt;
+  std::string out;
+  std::uint32_t v = 0;
+  int bits = 0;
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    if (in[i] == '=') {
+      if (i < in.size() - 2) return std::nullopt;
+      continue;
+    }
+    auto pos = k_b64.find(in[i]);
+    if (pos == std::string_view::npos) return std::nullopt;
+    v = (v << 6) | static_cast<std::uint32_t>(pos);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out += static_cast<char>((v >> bits) & 0xFF);
+    }
+  }
+  return out;
+}
+
+std::string encode_list(const std::vector<std::string>& items) {
+  auto arr = nlohmann::json::array();
+  for (const auto& s : items) {
+    if (valid_utf8(s)) {
+      arr.push_back(s);
+    } else {
+      arr.push_back({{"b64", base64(s)}});
+    }
+  }
+  return arr.dump();
+}
+
+std::optional<std::vector<std::string>> decode_list(const std::string& text) {
+  auto j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_array()) return std::nullopt;
+  std::vector<std::string> out;
+  for (const auto& e : j) {
+    if (e.is_string()) {
+      out.push_back(e.get<std::string>());
+    } else if (e.is_object() && e.size() == 1 && e.contains("b64") && e["b64"].is_string()) {
+      auto bytes = unbase64(e["b64"].get<std::string>());
+      if (!bytes) return std::nullopt;
+      out.push_back(std::move(*bytes));
+    } else {
+      return std::nullopt;
+    }
+  }
+  return out;
+}
+
+// --- Filesystem -------------------------------------------------------------------
+
+// mkdir -p with mode 0700 for every directory it creates.
+Result<void> make_dirs(const std::string& dir) {
+  std::size_t pos = 0;
+  while (pos != std::string::npos) {
+    pos = dir.find('/', pos + 1);
+    std::string prefix = dir.substr(0, pos);
+    if (prefix.empty()) continue;
+    if (::mkdir(prefix.c_str(), 0700) != 0 && errno != EEXIST) return fail("mkdir " + prefix);
+  }
+  return {};
+}
+
+Result<UniqueFd> open_subdir(int parent, const std::string& name, const std::string& shown, bool create) {
+  if (create && ::mkdirat(parent, name.c_str(), 0700) != 0 && errno != EEXIST) return fail("mkdir " + shown);
+  UniqueFd fd(::openat(parent, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!fd) return fail("open " + shown);
+  return fd;
+}
+
+// rm -rf of parent/name without following symlinks. Directories a sandboxed command (or
+// overlayfs, whose work/work is mode 0) left without write or search permission are made
+// 0700 first, which their owner may always do.
+Result<void> remove_tree(int parent, const std::string& name, const std::string& shown) {
+  struct stat st {};
+  if (::fstatat(parent, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+    return errno == ENOENT ? Result<void>{} : fail("stat " + shown);
+  }
+  if (S_ISDIR(st.st_mode)) {
+    int flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
+    UniqueFd fd(::openat(parent, name.c_str(), flags));
+    if (!fd && errno == EACCES && ::fchmodat(parent, name.c_str(), 0700, 0) == 0) {
+      fd.reset(::openat(parent, name.c_str(), flags));
+    }
+    if (!fd) return fail("open " + shown);
+    if ((st.st_mode & 0700) != 0700) (void)::fchmod(fd.get(), 0700);
+    UniqueFd dup_fd(::fcntl(fd.get(), F_DUPFD_CLOEXEC, 0));
+    if (!dup_fd) return fail("dup " + shown);
+    std::unique_ptr<DIR, int (*)(DIR*)> d(::fdopendir(dup_fd.get()), ::closedir);
+    if (!d) return fail("opendir " + shown);
+    dup_fd.release();
+    std::vector<std::string> names;
+    errno = 0;
+    while (dirent* e = ::readdir(d.get())) {
+      std::string_view n = e->d_name;
+      if (n != "." && n != "..") names.emplace_back(n);
+    }
+    if (errno != 0) return fail("readdir " + shown);
+    for (const auto& n : names) {
+      if (auto r = remove_tree(fd.get(), n, shown + "/" + n); !r) return r;
+    }
+    if (::unlinkat(parent, name.c_str(), AT_REMOVEDIR) != 0 && errno != ENOENT) return fail("rmdir " + shown);
+    return {};
+  }
+  if (::unlinkat(parent, name.c_str(), 0) != 0 && errno != ENOENT) return fail("unlink " + shown);
+  return {};
+}
+
+// 'X' for messages, escaped when X could forge output.
+std::string in_quotes(std::string_view s) {
+  std::string q = log::quote(s);
+  return !q.empty() && q.front() == '\'' ? q : "'" + q + "'";
+}
+
+// --- Schema -----------------------------------------------------------------------
+
+// Migration N takes a journal from version N-1 to N. Append new steps; never edit one
+// that has shipped, since journals at every older version must still upgrade.
+struct Migration {
+  int to;
+  const char* sql;
+};
+
+constexpr const char* k_schema_v1 = R"sql(
+CREATE TABLE sessions(
+  id TEXT PRIMARY KEY,
+  kind TEXT NOT NULL,
+  mode TEXT NOT NULL,
+  state TEXT NOT NULL,
+  command TEXT NOT NULL,
+  cwd TEXT NOT NULL,
+  roots TEXT NOT NULL,
+  policy TEXT,
+  exit_code INTEGER,
+  signal INTEGER,
+  created_at INTEGER NOT NULL,
+  finished_at INTEGER,
+  applied_at INTEGER,
+  parent TEXT
+);
+CREATE TABLE changes(
+  session TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+  seq INTEGER NOT NULL,
+  path BLOB NOT NULL,
+  kind TEXT NOT NULL,
+  old_type TEXT, new_type TEXT,
+  old_mode INTEGER, new_mode INTEGER,
+  old_size INTEGER, new_size INTEGER,
+  old_mtime_ns INTEGER, new_mtime_ns INTEGER,
+  old_uid INTEGER, old_gid INTEGER, new_uid INTEGER, new_gid INTEGER,
+  old_blob TEXT, new_blob TEXT,
+  old_link BLOB, new_link BLOB,
+  PRIMARY KEY(session, seq)
+);
+CREATE TABLE blobs(
+  hash TEXT PRIMARY KEY,
+  size INTEGER NOT NULL,
+  refs INTEGER NOT NULL
+);
+CREATE TABLE intents(
+  id INTEGER PRIMARY KEY,
+  session TEXT NOT NULL,
+  op TEXT NOT NULL,
+  path BLOB NOT NULL,
+  state TEXT NOT NULL,
+  data TEXT
+);
+CREATE INDEX intents_by_session ON intents(session);
+)sql";
+
+constexpr std::array<Migration, 1> k_migrations = {{{1, k_schema_v1}}};
+static_assert(k_migrations.back().to == k_schema_version);
+
+// meta.schema_version, or 0 for a journal without one (new, or not ours yet).
+Result<int> read_version(sqlite3* db) {
+  auto has_meta = sql::Stmt::prepare(db, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'meta'");
+  if (!has_meta) return std::unexpected(has_meta.error());
+  auto row = has_meta->step();
+  if (!row) return std::unexpected(row.error());
+  if (has_meta->int64(0) == 0) return 0;
+  auto st = sql::Stmt::prepare(db, "SELECT value FROM meta WHERE key = 'schema_version'");
+  if (!st) return std::unexpected(st.error());
+  row = st->step();
+  if (!row) return std::unexpected(row.error());
+  if (!*row) return 0;
+  std::string v = st->bytes(0);
+  int n = 0;
+  auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+  if (ec != std::errc() || end != v.data() + v.size() || n < 0) return fail_msg("malformed schema_version '" + v + "'");
+  return n;
+}
+
+constexpr const char* k_session_cols =
+    "id, kind, mode, state, command, cwd, roots, policy, exit_code, signal, created_at, finished_at, "
+    "applied_at, parent";
+
+Result<Session> read_session(const sql::Stmt& st) {
+  Session s;
+  s.id = st.bytes(0);
+  auto kind = parse_session_kind(st.bytes(1));
+  auto mode = parse_session_mode(st.bytes(2));
+  auto state = parse_session_state(st.bytes(3));
+  auto command = decode_list(st.bytes(4));
+  auto roots = decode_list(st.bytes(6));
+  if (!kind || !mode || !state || !command || !roots) return fail_msg("journal: session " + s.id + " is malformed");
+  s.kind = *kind;
+  s.mode = *mode;
+  s.state = *state;
+  s.command = std::move(*command);
+  s.cwd = st.bytes(5);
+  s.roots = std::move(*roots);
+  s.policy = st.opt_bytes(7);
+  if (auto v = st.opt_int64(8)) s.exit_code = static_cast<int>(*v);
+  if (auto v = st.opt_int64(9)) s.signal = static_cast<int>(*v);
+  s.created_at = st.int64(10);
+  s.finished_at = st.opt_int64(11);
+  s.applied_at = st.opt_int64(12);
+  s.parent = st.opt_bytes(13);
+  return s;
+}
+
+template <class T>
+std::optional<T> narrow(std::optional<std::int64_t> v) {
+  if (!v) return std::nullopt;
+  return static_cast<T>(*v);
+}
+
+std::optional<FileType> opt_type(const std::optional<std::string>& s) {
+  return s ? parse_file_type(*s) : std::nullopt;
+}
+
+// Switches the journal to WAL unless it is already. This is the first statement that reads
+// the file, so a journal that is not SQLite fails here.
+Result<void> enable_wal(sqlite3* db, const std::string& journal) {
+  auto mode = sql::Stmt::prepare(db, "PRAGMA journal_mode");
+  if (!mode) return sql::error(db, "open journal " + journal);
+  auto row = mode->step();
+  if (!row) return sql::error(db, "open journal " + journal);
+  if (!*row || mode->bytes(0) == "wal") return {};
+  // Switching to WAL needs the file to itself for a moment: the first openers of a new
+  // store, racing, can get SQLITE_BUSY here without the busy handler being consulted.
+  mode = sql::Stmt::prepare(db, "PRAGMA journal_mode = WAL");
+  if (!mode) return sql::error(db, "open journal " + journal);
+  for (int attempt = 0;; ++attempt) {
+    row = mode->step();
+    if (row && *row) {
+      std::string now = mode->bytes(0);
+      if (now == "wal") break;
+      return fail_msg("journal " + journal + ": cannot enable WAL (journal_mode is " + now + ")");
+    }
+    int code = sqlite3_errcode(db) & 0xff;
+    if ((code != SQLITE_BUSY && code != SQLITE_LOCKED) || attempt >= 250) {
+      return sql::error(db, "open journal " + journal);
+    }
+    mode->reset();
+    ::usleep(20'000);
+  }
+  return {};
+}
+
+}  // namespace
+
+// --- Public helpers ---------------------------------------------------------------
+
+std::string_view to_string(SessionKind v) { return spell(k_kinds, v); }
+std::string_view to_string(SessionMode v) { return spell(k_modes, v); }
+std::string_view to_string(SessionState v) { return spell(k_states, v); }
+std::string_view to_string(ChangeKind v) { return spell(k_change_kinds, v); }
+std::string_view to_string(FileType v) { return spell(k_file_types, v); }
+std::optional<SessionKind> parse_session_kind(std::string_view s) { return parse<SessionKind>(k_kinds, s); }
+std::optional<SessionMode> parse_session_mode(std::string_view s) { return parse<SessionMode>(k_modes, s); }
+std::optional<SessionState> parse_session_state(std::string_view s) { return parse<SessionState>(k_states, s); }
+std::optional<ChangeKind> parse_change_kind(std::string_view s) { return parse<ChangeKind>(k_change_kinds, s); }
+std::optional<FileType> parse_file_type(std::string_view s) { return parse<FileType>(k_file_types, s); }
+
+std::optional<FileType> file_type_of(mode_t st_mode) {
+  switch (st_mode & S_IFMT) {
+    case S_IFREG: return FileType::Regular;
+    case S_IFDIR: return FileType::Directory;
+    case S_IFLNK: return FileType::Symlink;
+    case S_IFIFO: return FileType::Fifo;
+    case S_IFSOCK: return FileType::Socket;
+    case S_IFCHR: return FileType::CharDevice;
+    case S_IFBLK: return FileType::BlockDevice;
+    default: return std::nullopt;
+  }
+}
+
+bool valid_id(std::string_view s) {
+  if (s.size() != 32) return false;
+  for (char c : s) {
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  }
+  return true;
+}
+
+namespace detail {
+
+Result<std::string> random_hex(std::size_t n) {
+  std::string raw(n, '\0');
+  std::size_t got = 0;
+  while (got < n) {
+    ssize_t r = ::getrandom(raw.data() + got, n - got, 0);
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      return fail("getrandom");
+    }
+    got += static_cast<std::size_t>(r);
+  }
+  static constexpr std::string_view hex = "0123456789abcdef";
+  std::string out;
+  out.reserve(2 * n);
+  for (char ch : raw) {
+    auto c = static_cast<unsigned char>(ch);
+    out += hex[c >> 4];
+    out += hex[c & 15];
+  }
+  return out;
+}
+
+std::int64_t now_ns() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+}  // namespace detail
+
+// --- Opening ----------------------------------------------------------------------
+
+void Store::DbClose::operator()(sqlite3* db) const { sqlite3_close_v2(db); }
+
+Store::Store(Store&&) noexcept = default;
+Store& Store::operator=(Store&&) noexcept = default;
+Store::~Store() = default;
+
+Result<std::string> Store::location(const std::vector<std::string>& environ) {
+  auto get = [&](std::string_view key) -> std::string {
+    return policy::find_env(environ, key).value_or("");
+  };
+  if (auto v = get("ZEROBOX_HOME"); !v.empty()) {
+    if (v.front() != '/') return fail_msg("ZEROBOX_HOME must be an absolute path, not " + in_quotes(v));
+    return v;
+  }
+  if (auto v = get("XDG_STATE_HOME"); !v.empty() && v.front() == '/') return v + "/zerobox";
+  if (auto v = get("HOME"); !v.empty() && v.front() == '/') return v + "/.local/state/zerobox";
+  return fail_msg("cannot find the store: set ZEROBOX_HOME, XDG_STATE_HOME or HOME to an absolute path");
+}
+
+Result<Store> Store::open(const std::string& dir) {
+  Store s;
+  s.m_dir = dir;
+  while (s.m_dir.size() > 1 && s.m_dir.back() == '/') s.m_dir.pop_back();
+  if (auto r = make_dirs(s.m_dir); !r) return std::unexpected(r.error());
+  // The store directory itself may be a symlink the user chose; nothing below it is
+  // followed.
+  s.m_dir_fd.reset(::open(s.m_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!s.m_dir_fd) return fail("open " + s.m_dir);
+  auto blobs = open_subdir(s.m_dir_fd.get(), "blobs", s.m_dir + "/blobs", true);
+  if (!blobs) return std::unexpected(blobs.error());
+  s.m_blobs_fd = std::move(*blobs);
+  auto sessions = open_subdir(s.m_dir_fd.get(), "sessions", s.m_dir + "/sessions", true);
+  if (!sessions) return std::unexpected(sessions.error());
+  s.m_sessions_fd = std::move(*sessions);
+
+  std::string journal = s.m_dir + "/journal.db";
+  sqlite3* raw = nullptr;
+  int rc = sqlite3_open_v2(journal.c_str(), &raw,
+                           SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOFOLLOW, nullptr);
+  s.m_db.reset(raw);
+  if (rc != SQLITE_OK) return sql::error(raw, "open journal " + journal);
+  sqlite3* db = s.m_db.get();
+  sqlite3_busy_timeout(db, k_busy_timeout_ms);
+  sqlite3_extended_result_codes(db, 1);
+
+  if (auto r = enable_wal(db, journal); !r) return std::unexpected(r.error());
+  if (auto r = sql::exec(db, "PRAGMA foreign_keys = ON; PRAGMA synchronous = FULL"); !r) {
+    return fail_msg("journal " + journal + ": " + r.error().message());
+  }
+  if (auto r = s.migrate(); !r) return fail_msg("journal " + journal + ": " + r.error().message());
+  return s;
+}
+
+Result<void> Store::migrate() {
+  sqlite3* db = m_db.get();
+  auto version = read_version(db);
+  if (!version) return std::unexpected(version.error());
+  if (*version == k_schema_version) return {};
+  auto newer = [](int v) {
+    return fail_msg("schema version " + std::to_string(v) + " is newer than this zerobox understands (" +
+                    std::to_string(k_schema_version) + ")");
+  };
+  if (*version > k_schema_version) return newer(*version);
+
+  auto txn = sql::Transaction::begin(db);
+  if (!txn) return std::unexpected(txn.error());
+  // Another process may have migrated between the read above and the lock.
+  version = read_version(db);
+  if (!version) return std::unexpected(version.error());
+  if (*version > k_schema_version) return newer(*version);
+  if (*version == k_schema_version) return {};
+  if (auto r = sql::exec(db, "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)"); !r) {
+    return r;
+  }
+  for (const auto& m : k_migrations) {
+    if (m.to <= *version) continue;
+    if (auto r = sql::exec(db, m.sql); !r) {
+      return fail_msg("migrating to schema version " + std::to_string(m.to) + ": " + r.error().message());
+    }
+  }
+  auto st = sql::Stmt::prepare(db, "INSERT OR REPLACE INTO meta(key, value) VALUES('schema_version', ?1)");
+  if (!st) return std::unexpected(st.error());
+  if (auto r = st->bind_text(1, std::to_string(k_schema_version)).run(); !r) return r;
+  return txn->commit();
+}
+
+Result<int> Store::schema_version() { return read_version(m_db.get()); }
+
+// --- Sessions ---------------------------------------------------------------------
+
+std::string Store::session_dir(std::string_view id) const { return m_dir + "/sessions/" + std::string(id); }
+
+Result<Session> Store::create_session(const NewSession& ns) {
+  Session s;
+  // 128 random bits never collide in practice; EEXIST is still checked rather than
+  // assumed away, since the directory is what a second session would overwrite.
+  for (int attempt = 0;; ++attempt) {
+    auto id = detail::random_hex(16);
+    if (!id) return std::unexpected(id.error());
+    if (::mkdirat(m_sessions_fd.get(), id->c_str(), 0700) == 0) {
+      s.id = std::move(*id);
+      break;
+    }
+    if (errno != EEXIST || attempt >= 3) return fail("mkdir " + session_dir(*id));
+  }
+  // Until the row is recorded, the directory is removed again on every way out.
+  struct Undo {
+    int parent;
+    std::string id, shown;
+    bool armed = true;
+    ~Undo() {
+      if (armed) (void)remove_tree(parent, id, shown);
+    }
+  } undo{m_sessions_fd.get(), s.id, session_dir(s.id)};
+  auto dir = open_subdir(m_sessions_fd.get(), s.id, session_dir(s.id), false);
+  if (!dir) return std::unexpected(dir.error());
+  for (const char* sub : {"upper", "work"}) {
+    if (::mkdirat(dir->get(), sub, 0700) != 0) return fail("mkdir " + session_dir(s.id) + "/" + sub);
+  }
+
+  s.kind = ns.kind;
+  s.mode = ns.mode;
+  s.state = SessionState::Running;
+  s.command = ns.command;
+  s.cwd = ns.cwd;
+  s.roots = ns.roots;
+  s.policy = ns.policy;
+  s.parent = ns.parent;
+  s.created_at = detail::now_ns();
+  auto st = sql::Stmt::prepare(m_db.get(),
+                               "INSERT INTO sessions(id, kind, mode, state, command, cwd, roots, policy, "
+                               "created_at, parent) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)");
+  if (!st) return std::unexpected(st.error());
+  st->bind_text(1, s.id)
+      .bind_text(2, to_string(s.kind))
+      .bind_text(3, to_string(s.mode))
+      .bind_text(4, to_string(s.state))
+      .bind_text(5, encode_list(s.command))
+      .bind_text(6, s.cwd)
+      .bind_text(7, encode_list(s.roots))
+      .bind_opt_text(8, s.policy)
+      .bind(9, s.created_at)
+      .bind_opt_text(10, s.parent);
+  if (auto r = st->run(); !r) return std::unexpected(r.error());
+  undo.armed = false;
+  return s;
+}
+
+Result<std::optional<Session>> Store::get_session(std::string_view id) {
+  auto st = sql::Stmt::prepare(m_db.get(), std::string("SELECT ") + k_session_cols + " FROM sessions WHERE id = ?1");
+  if (!st) return std::unexpected(st.error());
+  auto row = st->bind_text(1, id).step();
+  if (!row) return std::unexpected(row.error());
+  if (!*row) return std::optional<Session>();
+  auto s = read_session(*st);
+  if (!s) return std::unexpected(s.error());
+  return std::optional<Session>(std::move(*s));
+}
+
+Result<std::vector<Session>> Store::list_sessions() {
+  auto st = sql::Stmt::prepare(m_db.get(), std::string("SELECT ") + k_session_cols +
+                                               " FROM sessions ORDER BY created_at, rowid");
+  if (!st) return std::unexpected(st.error());
+  std::vector<Session> out;
+  for (;;) {
+    auto row = st->step();
+    if (!row) return std::unexpected(row.error());
+    if (!*row) break;
+    auto s = read_session(*st);
+    if (!s) return std::unexpected(s.error());
+    out.push_back(std::move(*s));
+  }
+  return out;
+}
+
+namespace {
+
+// Runs an UPDATE of one session; "no session ID" when it matched no row.
+Result<void> update_session(sqlite3* db, sql::Stmt& st, std::string_view id) {
+  if (auto r = st.run(); !r) return r;
+  if (sqlite3_changes(db) == 0) return fail("no session " + in_quotes(id), ENOENT);
+  return {};
+}
+
+}  // namespace
+
+Result<void> Store::set_state(std::string_view id, SessionState state) {
+  auto st = sql::Stmt::prepare(m_db.get(), "UPDATE sessions SET state = ?2 WHERE id = ?1");
+  if (!st) return std::unexpected(st.error());
+  st->bind_text(1, id).bind_text(2, to_string(state));
+  return update_session(m_db.get(), *st, id);
+}
+
+Result<void> Store::finish(std::string_view id, const Finish& f) {
+  auto st = sql::Stmt::prepare(
+      m_db.get(), "UPDATE sessions SET state = ?2, exit_code = ?3, signal = ?4, finished_at = ?5 WHERE id = ?1");
+  if (!st) return std::unexpected(st.error());
+  st->bind_text(1, id).bind_text(2, to_string(f.state)).bind_opt(3, f.exit_code).bind_opt(4, f.signal);
+  st->bind(5, detail::now_ns());
+  return update_session(m_db.get(), *st, id);
+}
+
+Result<void> Store::mark_applied(std::string_view id) {
+  auto st = sql::Stmt::prepare(m_db.get(), "UPDATE sessions SET applied_at = ?2 WHERE id = ?1");
+  if (!st) return std::unexpected(st.error());
+  st->bind_text(1, id).bind(2, detail::now_ns());
+  return update_session(m_db.get(), *st, id);
+}
+
+Result<std::string> Store::resolve_id(std::string_view arg) {
+  if (arg == "last") {
+    auto st = sql::Stmt::prepare(m_db.get(), "SELECT id FROM sessions ORDER BY created_at DESC, rowid DESC LIMIT 1");
+    if (!st) return std::unexpected(st.error());
+    auto row = st->step();
+    if (!row) return std::unexpected(row.error());
+    if (!*row) return fail_msg("no sessions yet");
+    return st->bytes(0);
+  }
+  auto none = fail_msg("no session matches " + in_quotes(arg));
+  if (arg.empty() || arg.size() > 32) return none;
+  for (char c : arg) {
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return none;
+  }
+  // Every id starting with the prefix sorts in [prefix, prefix + "~"), '~' being above
+  // every hex digit, so the primary key index answers this.
+  auto st = sql::Stmt::prepare(m_db.get(), "SELECT id FROM sessions WHERE id >= ?1 AND id < ?2 ORDER BY id LIMIT 6");
+  if (!st) return std::unexpected(st.error());
+  st->bind_text(1, arg).bind_text(2, std::string(arg) + "~");
+  std::vector<std::string> ids;
+  for (;;) {
+    auto row = st->step();
+    if (!row) return std::unexpected(row.error());
+    if (!*row) break;
+    ids.push_back(st->bytes(0));
+  }
+  if (ids.empty()) return none;
+  if (ids.size() == 1) return ids.front();
+  std::string msg = in_quotes(arg) + " is ambiguous: matches ";
+  for (std::size_t i = 0; i < ids.size() && i < 5; ++i) msg += (i > 0 ? ", " : "") + ids[i];
+  if (ids.size() > 5) msg += ", ...";
+  return fail_msg(msg);
+}
+
+Result<SessionLock> Store::lock_session(std::string_view id_view) {
+  std::string id(id_view);
+  if (!valid_id(id)) return fail_msg("invalid session id " + in_quotes(id));
+  auto dir = open_subdir(m_sessions_fd.get(), id, session_dir(id), false);
+  if (!dir) return std::unexpected(dir.error());
+  std::string path = session_dir(id) + "/lock";
+  UniqueFd fd(::openat(dir->get(), "lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
+  if (!fd) return fail("open " + path);
+  while (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) {
+    if (errno == EINTR) continue;
+    if (errno != EWOULDBLOCK) return fail("flock " + path);
+    std::string msg = "session " + id + " is in use by another zerobox";
+    char buf[32] = {};
+    ssize_t n = ::pread(fd.get(), buf, sizeof buf - 1, 0);
+    long pid = 0;
+    if (n > 0) {
+      auto [end, ec] = std::from_chars(buf, buf + n, pid);
+      if (ec != std::errc() || end == buf) pid = 0;
+    }
+    if (pid > 0) msg += " (pid " + std::to_string(pid) + ")";
+    return fail_msg(msg);
+  }
+  // The pid is informational, for the message above; a failure to write it is harmless.
+  std::string pid = std::to_string(::getpid()) + "\n";
+  if (::ftruncate(fd.get(), 0) == 0) (void)!::pwrite(fd.get(), pid.data(), pid.size(), 0);
+  return SessionLock(std::move(id), std::move(fd));
+}
+
+Result<void> Store::remove_session(std::string_view id) {
+  auto lock = lock_session(id);
+  if (lock) return remove_session(std::move(*lock));
+  // A row whose directory is gone (a crash inside create_session) cannot be in use.
+  if (lock.error().err != ENOENT) return std::unexpected(lock.error());
+  return remove_session_unlocked(std::string(id));
+}
+
+Result<void> Store::remove_session(SessionLock lock) { return remove_session_unlocked(lock.id()); }
+
+Result<void> Store::remove_session_unlocked(const std::string& id) {
+  if (!valid_id(id)) return fail_msg("invalid session id " + in_quotes(id));
+  bool had_row = false;
+  {
+    auto blobs_lock = detail::BlobsLock::acquire(m_blobs_fd.get());
+    if (!blobs_lock) return std::unexpected(blobs_lock.error());
+    sqlite3* db = m_db.get();
+    auto txn = sql::Transaction::begin(db);
+    if (!txn) return std::unexpected(txn.error());
+    auto st = sql::Stmt::prepare(db,
+                                 "SELECT old_blob FROM changes WHERE session = ?1 AND old_blob IS NOT NULL "
+                                 "UNION ALL SELECT new_blob FROM changes WHERE session = ?1 AND new_blob IS NOT NULL");
+    if (!st) return std::unexpected(st.error());
+    st->bind_text(1, id);
+    std::vector<std::string> hashes;
+    for (;;) {
+      auto row = st->step();
+      if (!row) return std::unexpected(row.error());
+      if (!*row) break;
+      hashes.push_back(st->bytes(0));
+    }
+    auto del_intents = sql::Stmt::prepare(db, "DELETE FROM intents WHERE session = ?1");
+    if (!del_intents) return std::unexpected(del_intents.error());
+    if (auto r = del_intents->bind_text(1, id).run(); !r) return r;
+    auto del = sql::Stmt::prepare(db, "DELETE FROM sessions WHERE id = ?1");
+    if (!del) return std::unexpected(del.error());
+    if (auto r = del->bind_text(1, id).run(); !r) return r;
+    had_row = sqlite3_changes(db) > 0;
+    auto dropped = detail::drop_blob_refs(db, hashes);
+    if (!dropped) return std::unexpected(dropped.error());
+    if (auto r = txn->commit(); !r) return r;
+    detail::unlink_blob_files(m_blobs_fd.get(), dropped->deleted);
+  }
+  struct stat st {};
+  bool had_dir = ::fstatat(m_sessions_fd.get(), id.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
+  if (auto r = remove_tree(m_sessions_fd.get(), id, session_dir(id)); !r) return r;
+  if (!had_row && !had_dir) return fail("no session " + id, ENOENT);
+  return {};
+}
+
+// --- Changes ----------------------------------------------------------------------
+
+Result<void> Store::add_changes(std::string_view session, const std::vector<Change>& changes) {
+  sqlite3* db = m_db.get();
+  auto txn = sql::Transaction::begin(db);
+  if (!txn) return std::unexpected(txn.error());
+  auto exists = sql::Stmt::prepare(db, "SELECT 1 FROM sessions WHERE id = ?1");
+  if (!exists) return std::unexpected(exists.error());
+  auto row = exists->bind_text(1, session).step();
+  if (!row) return std::unexpected(row.error());
+  if (!*row) return fail("no session " + in_quotes(session), ENOENT);
+  auto last = sql::Stmt::prepare(db, "SELECT coalesce(max(seq), 0) FROM changes WHERE session = ?1");
+  if (!last) return std::unexpected(last.error());
+  row = last->bind_text(1, session).step();
+  if (!row) return std::unexpected(row.error());
+  std::int64_t seq = last->int64(0);
+
+  auto st = sql::Stmt::prepare(db,
+                               "INSERT INTO changes(session, seq, path, kind, old_type, new_type, old_mode, "
+                               "new_mode, old_size, new_size, old_mtime_ns, new_mtime_ns, old_uid, old_gid, "
+                               "new_uid, new_gid, old_blob, new_blob, old_link, new_link) VALUES(?1, ?2, ?3, "
+                               "?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)");
+  if (!st) return std::unexpected(st.error());
+  auto type = [](const std::optional<FileType>& t) {
+    return t ? std::optional<std::string>(to_string(*t)) : std::nullopt;
+  };
+  for (const auto& c : changes) {
+    st->reset();
+    st->bind_text(1, session).bind(2, ++seq).bind_blob(3, c.path).bind_text(4, to_string(c.kind));
+    st->bind_opt_text(5, type(c.old_type)).bind_opt_text(6, type(c.new_type));
+    st->bind_opt(7, c.old_mode).bind_opt(8, c.new_mode).bind_opt(9, c.old_size).bind_opt(10, c.new_size);
+    st->bind_opt(11, c.old_mtime_ns).bind_opt(12, c.new_mtime_ns);
+    st->bind_opt(13, c.old_uid).bind_opt(14, c.old_gid).bind_opt(15, c.new_uid).bind_opt(16, c.new_gid);
+    st->bind_opt_text(17, c.old_blob).bind_opt_text(18, c.new_blob);
+    st->bind_opt_blob(19, c.old_link).bind_opt_blob(20, c.new_link);
+    if (auto r = st->run(); !r) return r;
+  }
+  return txn->commit();
+}
+
+Result<std::vector<Change>> Store::changes(std::string_view session) {
+  auto st = sql::Stmt::prepare(m_db.get(),
+                               "SELECT seq, path, kind, old_type, new_type, old_mode, new_mode, old_size, "
+                               "new_size, old_mtime_ns, new_mtime_ns, old_uid, old_gid, new_uid, new_gid, "
+                               "old_blob, new_blob, old_link, new_link FROM changes WHERE session = ?1 ORDER BY seq");
+  if (!st) return std::unexpected(st.error());
+  st->bind_text(1, session);
+  std::vector<Change> out;
+  for (;;) {
+    auto row = st->step();
+    if (!row) return std::unexpected(row.error());
+    if (!*row) break;
+    Change c;
+    c.seq = st->int64(0);
+    c.path = st->bytes(1);
+    auto kind = parse_change_kind(st->bytes(2));
+    auto old_type = st->opt_bytes(3);
+    auto new_type = st->opt_bytes(4);
+    c.old_type = opt_type(old_type);
+    c.new_type = opt_type(new_type);
+    if (!kind || (old_type && !c.old_type) || (new_type && !c.new_type)) {
+      return fail_msg("journal: change " + std::to_string(c.seq) + " of session " + std::string(session) +
+                      " is malformed");
+    }
+    c.kind = *kind;
+    c.old_mode = narrow<std::uint32_t>(st->opt_int64(5));
+    c.new_mode = narrow<std::uint32_t>(st->opt_int64(6));
+    c.old_size = st->opt_int64(7);
+    c.new_size = st->opt_int64(8);
+    c.old_mtime_ns = st->opt_int64(9);
+    c.new_mtime_ns = st->opt_int64(10);
+    c.old_uid = narrow<std::uint32_t>(st->opt_int64(11));
+    c.old_gid = narrow<std::uint32_t>(st->opt_int64(12));
+    c.new_uid = narrow<std::uint32_t>(st->opt_int64(13));
+    c.new_gid = narrow<std::uint32_t>(st->opt_int64(14));
+    c.old_blob = st->opt_bytes(15);
+    c.new_blob = st->opt_bytes(16);
+    c.old_link = st->opt_bytes(17);
+    c.new_link = st->opt_bytes(18);
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+}  // namespace zb::store

@@ -1,0 +1,306 @@
+// The store: a SQLite journal of sessions and their changes, content-addressed blobs
+// (pre-images and accepted contents) and the per-session overlay layers (CLI.md "Store",
+// DESIGN.md "Overlay and journal"). The store is never mounted into a sandbox.
+//
+// On-disk format
+// ==============
+//
+//   STORE/                       mode 0700; see Store::location
+//     journal.db                 SQLite, journal_mode=WAL (plus -wal and -shm files)
+//     blobs/                     content-addressed blobs
+//       ab/cdef0123...           a blob: the file whose XXH3-128 hash, as 32 lowercase hex
+//                                digits (the canonical big-endian form), is "abcdef0123...";
+//                                the first two digits name the directory. Mode 0400.
+//                                Never modified once in place.
+//       tmp.XXXXXXXXXXXXXXXX     a blob being written; renamed into place when complete.
+//                                Left behind only by a crash, and then garbage.
+//     sessions/
+//       ID/                      one per session; ID is 32 lowercase hex digits (getrandom)
+//         upper/  work/          overlay upper and work directories (DESIGN.md: the
+//                                overlay of tracked root N uses upper/N and work/N)
+//         lock                   flock(2)ed while a process works on the session; holds
+//                                the holder's pid in decimal
+//
+// Blob files are created and deleted only under an flock(2) on blobs/ itself, and the
+// journal's `blobs` row is updated under the same lock, so a blob being released to zero
+// references is never deleted under a concurrent put of the same content. A blob file
+// without a row (a crash between the rename and the commit) is garbage; a row with
+// refs > 0 always has its file.
+//
+// Journal schema, version 1 (meta.schema_version). Times are nanoseconds since the Unix
+// epoch (CLOCK_REALTIME). Paths and link targets are BLOBs holding the exact bytes.
+//
+//   meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)
+//     ('schema_version', '1')
+//   sessions(
+//     id TEXT PRIMARY KEY,            32 lowercase hex digits
+//     kind TEXT NOT NULL,             run | restore (a restore records its own session)
+//     mode TEXT NOT NULL,             snapshot | restore | review
+//     state TEXT NOT NULL,            running | pending | accepted | discarded | restored
+//                                     | failed
+//     command TEXT NOT NULL,          JSON array of argv; an element that is not UTF-8 is
+//                                     {"b64": "<base64 of its bytes>"}
+//     cwd TEXT NOT NULL,              the caller's working directory, bytes
+//     roots TEXT NOT NULL,            JSON array of the tracked roots, encoded like command;
+//                                     root N is overlaid with upper/N and work/N
+//     policy TEXT,                    the policy, as the caller serialises it
+//     exit_code INTEGER, signal INTEGER,    how the command ended (at most one is set)
+//     created_at INTEGER NOT NULL, finished_at INTEGER, applied_at INTEGER,
+//     parent TEXT)                    for a restore: the session it restored
+//   changes(
+//     session TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+//     seq INTEGER NOT NULL,           1, 2, ... within the session, in recording order
+//     path BLOB NOT NULL,             absolute path on the real filesystem
+//     kind TEXT NOT NULL,             added | modified | deleted | type_changed
+//                                     | mode_changed
+//     old_type TEXT, new_type TEXT,   file | dir | symlink | fifo | socket | char | block
+//     old_mode INTEGER, new_mode INTEGER,   permission bits (st_mode & 07777)
+//     old_size INTEGER, new_size INTEGER,
+//     old_mtime_ns INTEGER, new_mtime_ns INTEGER,
+//     old_uid INTEGER, old_gid INTEGER, new_uid INTEGER, new_gid INTEGER,
+//     old_blob TEXT, new_blob TEXT,   blob hashes of regular files' contents
+//     old_link BLOB, new_link BLOB,   symlink targets
+//     PRIMARY KEY(session, seq))
+//   blobs(hash TEXT PRIMARY KEY, size INTEGER NOT NULL, refs INTEGER NOT NULL)
+//     refs counts the references handed out by put_blob_* and retain_blob; each non-NULL
+//     old_blob/new_blob of a change holds one, released by remove_session.
+//   intents(id INTEGER PRIMARY KEY, session TEXT NOT NULL, op TEXT NOT NULL,
+//           path BLOB NOT NULL, state TEXT NOT NULL, data TEXT)
+//     operations on the real filesystem, written before they are carried out, for crash
+//     recovery (DESIGN.md invariant 4). Deleted with their session.
+//     Index intents_by_session on intents(session).
+//
+// Connections use WAL, busy_timeout 5000 ms, foreign_keys=ON and synchronous=FULL, and
+// every write is one BEGIN IMMEDIATE transaction, so many zerobox processes can use the
+// store at once.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "util/error.hpp"
+#include "util/fd.hpp"
+
+struct sqlite3;
+
+namespace zb::store {
+
+inline constexpr int k_schema_version = 1;
+
+enum class SessionKind { Run, Restore };
+enum class SessionMode { Snapshot, Restore, Review };
+enum class SessionState { Running, Pending, Accepted, Discarded, Restored, Failed };
+enum class ChangeKind { Added, Modified, Deleted, TypeChanged, ModeChanged };
+enum class FileType { Regular, Directory, Symlink, Fifo, Socket, CharDevice, BlockDevice };
+
+// The journal's spelling of each value ("run", "review", "pending", "type_changed", "dir").
+std::string_view to_string(SessionKind v);
+std::string_view to_string(SessionMode v);
+std::string_view to_string(SessionState v);
+std::string_view to_string(ChangeKind v);
+std::string_view to_string(FileType v);
+
+// The inverse of to_string; nullopt for any other spelling.
+std::optional<SessionKind> parse_session_kind(std::string_view s);
+std::optional<SessionMode> parse_session_mode(std::string_view s);
+std::optional<SessionState> parse_session_state(std::string_view s);
+std::optional<ChangeKind> parse_change_kind(std::string_view s);
+std::optional<FileType> parse_file_type(std::string_view s);
+
+// The type bits of an st_mode; nullopt for a type Linux does not have.
+std::optional<FileType> file_type_of(mode_t st_mode);
+
+// What create_session records; the rest of a Session is filled in by the store.
+struct NewSession {
+  SessionKind kind = SessionKind::Run;
+  SessionMode mode = SessionMode::Snapshot;
+  std::vector<std::string> command;
+  std::string cwd;
+  std::vector<std::string> roots;  // tracked roots, in overlay order (upper/N)
+  std::optional<std::string> policy;
+  std::optional<std::string> parent;  // for kind Restore: the session being restored
+};
+
+// One row of `sessions`.
+struct Session {
+  std::string id;
+  SessionKind kind = SessionKind::Run;
+  SessionMode mode = SessionMode::Snapshot;
+  SessionState state = SessionState::Running;
+  std::vector<std::string> command;
+  std::string cwd;
+  std::vector<std::string> roots;
+  std::optional<std::string> policy;
+  std::optional<int> exit_code;
+  std::optional<int> signal;
+  std::int64_t created_at = 0;  // ns since the epoch
+  std::optional<std::int64_t> finished_at;
+  std::optional<std::int64_t> applied_at;
+  std::optional<std::string> parent;
+};
+
+// How a session's command ended, recorded by Store::finish.
+struct Finish {
+  SessionState state = SessionState::Pending;
+  std::optional<int> exit_code;
+  std::optional<int> signal;
+};
+
+// One row of `changes`. Absent values are NULL (old_* of an added file, new_* of a deleted
+// one, blobs of non-regular files, links of non-symlinks).
+struct Change {
+  std::int64_t seq = 0;  // assigned by add_changes
+  std::string path;      // absolute, arbitrary bytes
+  ChangeKind kind = ChangeKind::Modified;
+  std::optional<FileType> old_type, new_type;
+  std::optional<std::uint32_t> old_mode, new_mode;  // st_mode & 07777
+  std::optional<std::int64_t> old_size, new_size;
+  std::optional<std::int64_t> old_mtime_ns, new_mtime_ns;
+  std::optional<std::uint32_t> old_uid, old_gid, new_uid, new_gid;
+  std::optional<std::string> old_blob, new_blob;  // hashes
+  std::optional<std::string> old_link, new_link;  // symlink targets
+
+  bool operator==(const Change&) const = default;
+};
+
+// A blob as the journal knows it.
+struct BlobInfo {
+  std::string hash;  // 32 lowercase hex digits
+  std::int64_t size = 0;
+  std::int64_t refs = 0;
+};
+
+// True for a well-formed session id or blob hash: exactly 32 lowercase hex digits. Both
+// become file names, so nothing else may reach the filesystem.
+bool valid_id(std::string_view s);
+
+// flock(LOCK_EX) on sessions/ID/lock, released on destruction. Move-only.
+class SessionLock {
+ public:
+  SessionLock() = default;
+  SessionLock(std::string id, UniqueFd fd) : m_id(std::move(id)), m_fd(std::move(fd)) {}
+  const std::string& id() const { return m_id; }
+  explicit operator bool() const { return static_cast<bool>(m_fd); }
+
+ private:
+  std::string m_id;
+  UniqueFd m_fd;
+};
+
+// An open store: one SQLite connection and fds of its directories. Move-only. Use one
+// Store per thread; separate processes each open their own.
+class Store {
+ public:
+  // The store directory for an environment of "K=V" strings: $ZEROBOX_HOME, else
+  // $XDG_STATE_HOME/zerobox, else $HOME/.local/state/zerobox. Empty variables count as
+  // unset, and a relative XDG_STATE_HOME is ignored (XDG Base Directory spec). Fails
+  // when ZEROBOX_HOME is relative or no HOME is usable. No system calls.
+  static Result<std::string> location(const std::vector<std::string>& environ);
+
+  // Opens the store at dir, creating it (and missing parents, mode 0700), journal.db,
+  // blobs/ and sessions/ as needed, and creating or migrating the schema. A journal that
+  // is not a SQLite database, or has a newer schema than this build knows, is an error
+  // naming the file.
+  static Result<Store> open(const std::string& dir);
+
+  Store(Store&&) noexcept;
+  Store& operator=(Store&&) noexcept;
+  Store(const Store&) = delete;
+  Store& operator=(const Store&) = delete;
+  ~Store();
+
+  const std::string& dir() const { return m_dir; }
+  // meta.schema_version as stored.
+  Result<int> schema_version();
+
+  // --- Sessions ---
+
+  // Records a new session in state `running` with a fresh id and creates
+  // sessions/ID/{upper,work}.
+  Result<Session> create_session(const NewSession& s);
+  // The session with exactly this id; nullopt when there is none.
+  Result<std::optional<Session>> get_session(std::string_view id);
+  // All sessions, oldest first.
+  Result<std::vector<Session>> list_sessions();
+  // Sets the state. Fails when the session does not exist.
+  Result<void> set_state(std::string_view id, SessionState state);
+  // Sets the state, the exit code or signal and finished_at = now.
+  Result<void> finish(std::string_view id, const Finish& f);
+  // Sets applied_at = now (changes were applied to, or restored on, the real filesystem).
+  Result<void> mark_applied(std::string_view id);
+  // A unique id prefix, or "last" for the most recently created session, to a full id.
+  // Errors: "no session matches 'X'", "'X' is ambiguous: matches A, B", "no sessions yet".
+  Result<std::string> resolve_id(std::string_view prefix_or_last);
+  // STORE/sessions/ID (no system call).
+  std::string session_dir(std::string_view id) const;
+  // Locks the session against other zerobox processes, without waiting. Fails with
+  // "session ID is in use by another zerobox (pid N)" while another holds it (the pid is
+  // left out when the holder has not written it yet), with ENOENT when the session
+  // directory does not exist.
+  Result<SessionLock> lock_session(std::string_view id);
+  // Deletes the session row (its changes and intents with it), releases the blobs its
+  // changes referenced and deletes sessions/ID. Locks the session first, so it fails
+  // while the session is in use, including by this process: use the overload below
+  // when already holding the lock.
+  Result<void> remove_session(std::string_view id);
+  Result<void> remove_session(SessionLock lock);
+
+  // --- Changes ---
+
+  // Appends changes to a session in one transaction, numbering them after the existing
+  // ones (the seq of the arguments is ignored). Each non-empty old_blob/new_blob takes
+  // over one reference obtained from put_blob_* or retain_blob.
+  Result<void> add_changes(std::string_view session, const std::vector<Change>& changes);
+  // A session's changes in seq order; empty for a session without changes or without a row.
+  Result<std::vector<Change>> changes(std::string_view session);
+
+  // --- Blobs ---
+
+  // Stores the bytes read from fd (from its current offset to EOF; a pipe works too) and
+  // returns the blob with one new reference for the caller. Memory use is bounded. The
+  // content is fsynced, as is its directory, before the journal counts it.
+  Result<BlobInfo> put_blob_from_fd(int fd);
+  // Stores the regular file dir_fd/name by moving it into the store (or deleting it, when
+  // the content is there already): the file is consumed either way. Falls back to copying
+  // and unlinking when it is on another filesystem (EXDEV) or has other hard links (which
+  // could change the content later). The caller must not modify the file meanwhile.
+  // name is opened with O_NOFOLLOW; a non-regular file is an error (EINVAL).
+  Result<BlobInfo> put_blob_by_rename(int dir_fd, const std::string& name);
+  Result<BlobInfo> put_blob_by_rename(const std::string& path);
+  // Adds one reference to an existing blob. ENOENT when the journal has no such blob.
+  Result<void> retain_blob(std::string_view hash);
+  // Opens a blob read-only. ENOENT when it is missing.
+  Result<UniqueFd> open_blob(std::string_view hash);
+  // The journal's row for a blob; nullopt when it has none.
+  Result<std::optional<BlobInfo>> blob_info(std::string_view hash);
+  // Drops one reference; at zero the row and the file are deleted. ENOENT when the
+  // journal has no such blob.
+  Result<void> release_blob(std::string_view hash);
+
+ private:
+  Store() = default;
+  Result<void> migrate();
+  // Moves src_dir_fd/src_name to the blob's place, or unlinks it when the blob is there
+  // already, and takes a reference in the journal. chmod_fd (or -1) is made 0400 first.
+  Result<BlobInfo> install_blob(int src_dir_fd, const std::string& src_name, int chmod_fd,
+                                const std::string& hash, std::int64_t size);
+  Result<void> remove_session_unlocked(const std::string& id);
+
+  struct DbClose {
+    void operator()(sqlite3* db) const;
+  };
+  std::string m_dir;
+  UniqueFd m_dir_fd;
+  UniqueFd m_blobs_fd;
+  UniqueFd m_sessions_fd;
+  std::unique_ptr<sqlite3, DbClose> m_db;
+};
+
+}  // namespace zb::store
