@@ -26,7 +26,6 @@
 namespace zb::exec {
 namespace {
 
-
 // The child side, from clone() to run_init(). Everything it touches was allocated by the
 // supervisor before clone(); failures go to the report pipe as {step, index, errno}.
 [[noreturn]] void child_main(const SandboxSpec& s, int sync_fd, int report_fd, char* const* argv, char* const* envp,

@@ -37,7 +37,7 @@ bool is_empty_dir(const std::string& p) {
 
 class Builder {
  public:
-  Builder(const policy::FsRules& fs, const MountTable& mounts) : m_fs(fs), m_mounts(mounts) {}
+  explicit Builder(const MountTable& mounts) : m_mounts(mounts) {}
 
   Plan take() { return std::move(m_plan); }
 
@@ -163,7 +163,6 @@ class Builder {
   std::set<std::string> m_made;
 
  private:
-  const policy::FsRules& m_fs;
   const MountTable& m_mounts;
   Plan m_plan;
 };
@@ -200,7 +199,7 @@ std::string overlay_escape(const std::string& p) {
 
 Plan build_plan(const policy::FsRules& fs, const MountTable& mounts, const std::string& cwd,
                 const PlanOptions& opts) {
-  Builder b(fs, mounts);
+  Builder b(mounts);
   const std::set<std::string> special = {"/proc", "/sys", "/dev", "/tmp"};
 
   // 1. The root.
