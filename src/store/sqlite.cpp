@@ -77,6 +77,16 @@ Result<bool> Stmt::step() {
   return error(m_db, "sqlite " + std::string(head.substr(0, head.find_first_of("(;"))));
 }
 
+Result<std::vector<std::string>> Stmt::column0() {
+  std::vector<std::string> out;
+  for (;;) {
+    auto row = step();
+    if (!row) return std::unexpected(row.error());
+    if (!*row) return out;
+    out.push_back(bytes(0));
+  }
+}
+
 Result<void> Stmt::run() {
   auto r = step();
   if (!r) return std::unexpected(r.error());

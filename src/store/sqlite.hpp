@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 #include <string_view>
 #include <utility>
 
@@ -51,6 +52,8 @@ class Stmt {
   Result<bool> step();
   // Steps a statement that returns no rows.
   Result<void> run();
+  // Steps to the end, collecting column 0 of every row as bytes.
+  Result<std::vector<std::string>> column0();
   // Makes the statement ready to bind and step again.
   void reset();
 

@@ -662,13 +662,9 @@ Result<std::string> Store::resolve_id(std::string_view arg) {
   auto st = sql::Stmt::prepare(m_db.get(), "SELECT id FROM sessions WHERE id >= ?1 AND id < ?2 ORDER BY id LIMIT 6");
   if (!st) return std::unexpected(st.error());
   st->bind_text(1, arg).bind_text(2, std::string(arg) + "~");
-  std::vector<std::string> ids;
-  for (;;) {
-    auto row = st->step();
-    if (!row) return std::unexpected(row.error());
-    if (!*row) break;
-    ids.push_back(st->bytes(0));
-  }
+  auto rows = st->column0();
+  if (!rows) return std::unexpected(rows.error());
+  std::vector<std::string> ids = std::move(*rows);
   if (ids.empty()) return none;
   if (ids.size() == 1) return ids.front();
   std::string msg = in_quotes(arg) + " is ambiguous: matches ";
@@ -729,13 +725,9 @@ Result<void> Store::remove_session_unlocked(const std::string& id) {
                                  "UNION ALL SELECT new_blob FROM changes WHERE session = ?1 AND new_blob IS NOT NULL");
     if (!st) return std::unexpected(st.error());
     st->bind_text(1, id);
-    std::vector<std::string> hashes;
-    for (;;) {
-      auto row = st->step();
-      if (!row) return std::unexpected(row.error());
-      if (!*row) break;
-      hashes.push_back(st->bytes(0));
-    }
+    auto rows = st->column0();
+    if (!rows) return std::unexpected(rows.error());
+    std::vector<std::string> hashes = std::move(*rows);
     auto del_intents = sql::Stmt::prepare(db, "DELETE FROM intents WHERE session = ?1");
     if (!del_intents) return std::unexpected(del_intents.error());
     if (auto r = del_intents->bind_text(1, id).run(); !r) return r;
