@@ -19,6 +19,10 @@ int main(int argc, char** argv) {
   std::vector<std::string> env;
   for (char** e = environ; *e != nullptr; ++e) env.emplace_back(*e);
   try {
+    // A command named "snapshot" runs as `zerobox -- snapshot`.
+    if (!args.empty() && args[0] == "snapshot") {
+      return zb::cli::snapshot_main(std::vector<std::string>(args.begin() + 1, args.end()), env);
+    }
     auto parsed = zb::cli::parse_args(args, env);
     if (parsed.action != zb::cli::Action::Run) {
       std::fputs(parsed.text.c_str(), stdout);

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <optional>
 
 #include "exec/blocked.hpp"
 #include "exec/landlock.hpp"
@@ -17,6 +18,9 @@
 #include "overlay/mountinfo.hpp"
 #include "overlay/plan.hpp"
 #include "policy/policy.hpp"
+#include "snapshot/apply.hpp"
+#include "snapshot/journal.hpp"
+#include "store/store.hpp"
 #include "util/log.hpp"
 #include "util/path.hpp"
 #include "zerobox/zerobox.hpp"
@@ -54,8 +58,8 @@ std::vector<std::string> exec_candidates(const std::string& name, const std::vec
   return out;
 }
 
-// Finishes a run whose command did or did not start: status events and the exit code.
-int finish(StatusFd& status, const std::string& cmd, zb::exec::Outcome outcome, int code, int sig, int err) {
+// Reports how the command ended (the child_exit event) and returns the exit code.
+int report_exit(StatusFd& status, const std::string& cmd, zb::exec::Outcome outcome, int code, int sig, int err) {
   using zb::exec::Outcome;
   int rc = 0;
   switch (outcome) {
@@ -74,6 +78,12 @@ int finish(StatusFd& status, const std::string& cmd, zb::exec::Outcome outcome, 
       break;
     case Outcome::SetupFailed: break;
   }
+  return rc;
+}
+
+// The same, then EOF on the status fd.
+int finish(StatusFd& status, const std::string& cmd, zb::exec::Outcome outcome, int code, int sig, int err) {
+  int rc = report_exit(status, cmd, outcome, code, sig, err);
   status.close();
   return rc;
 }
@@ -129,6 +139,127 @@ int run_unsandboxed(const Policy& p, const std::vector<std::string>& env, Status
   return finish(status, p.argv[0], Outcome::Exited, WEXITSTATUS(st), 0, 0);
 }
 
+// A run with --snapshot, --restore or --review: its session in the store.
+struct SnapshotRun {
+  std::optional<zb::store::Store> store;
+  zb::store::Session session;
+  zb::store::SessionLock lock;
+  zb::snapshot::SessionPolicy policy;
+  bool active = false;
+
+  // The sandbox never started: the session is failed and its layers are removed.
+  void abandon() {
+    if (!active) return;
+    (void)store->finish(session.id, {.state = zb::store::SessionState::Failed});
+    (void)zb::snapshot::remove_tree(store->session_dir(session.id) + "/upper");
+    (void)zb::snapshot::remove_tree(store->session_dir(session.id) + "/work");
+    active = false;
+  }
+  ~SnapshotRun() { abandon(); }
+};
+
+// Opens the store and records a session in state running, locked by this process.
+zb::Result<void> start_session(SnapshotRun& run, const Policy& p, const zb::policy::FsRules& fs, const std::string& store_dir) {
+  for (const auto& t : fs.tracked) {
+    if (t != "/" && zb::path::is_under(store_dir, t)) {
+      return zb::fail_msg("the snapshot store " + log::quote(store_dir) + " lies inside the tracked path " + log::quote(t) +
+                          ": set ZEROBOX_HOME to a directory outside it, or track less with --snapshot-path");
+    }
+    if (zb::path::is_under(t, store_dir)) {
+      return zb::fail_msg("the tracked path " + log::quote(t) + " lies inside the snapshot store " + log::quote(store_dir));
+    }
+  }
+  if (fs.tracked.empty()) {
+    log::warning("nothing is tracked: no writable path lies in the working directory (add --allow-write, or --snapshot-path)");
+  }
+  auto excludes = zb::snapshot::Excludes::compile(p.snapshot_exclude);
+  if (!excludes) return std::unexpected(excludes.error());
+  auto st = zb::store::Store::open(store_dir);
+  if (!st) return std::unexpected(st.error());
+  run.store.emplace(std::move(*st));
+  auto recovered = zb::snapshot::recover_interrupted(*run.store);
+  if (!recovered) return std::unexpected(recovered.error());
+  for (const auto& line : *recovered) log::info(line);
+  run.policy.tracked = fs.tracked;
+  run.policy.exclude = p.snapshot_exclude;
+  for (const auto* list : {&fs.read_only, &fs.masked, &fs.absent_protected}) {
+    run.policy.protected_paths.insert(run.policy.protected_paths.end(), list->begin(), list->end());
+  }
+  zb::store::NewSession ns;
+  ns.kind = zb::store::SessionKind::Run;
+  ns.mode = p.snapshot == SnapshotMode::Review    ? zb::store::SessionMode::Review
+            : p.snapshot == SnapshotMode::Restore ? zb::store::SessionMode::Restore
+                                                  : zb::store::SessionMode::Snapshot;
+  ns.command = p.argv;
+  ns.cwd = p.cwd;
+  ns.roots = fs.tracked;
+  ns.policy = run.policy.to_json();
+  auto session = run.store->create_session(ns);
+  if (!session) return std::unexpected(session.error());
+  run.session = std::move(*session);
+  auto lock = run.store->lock_session(run.session.id);
+  if (!lock) return std::unexpected(lock.error());
+  run.lock = std::move(*lock);
+  run.active = true;
+  return {};
+}
+
+// The tracked overlays of the plan, in upper/N order, with their directories.
+zb::Result<void> prepare_layers(SnapshotRun& run, const std::vector<std::string>& tracked) {
+  run.session.roots = tracked;
+  if (auto r = run.store->set_roots(run.session.id, tracked); !r) return r;
+  std::string dir = run.store->session_dir(run.session.id);
+  for (std::size_t n = 0; n < tracked.size(); ++n) {
+    for (const char* layer : {"/upper/", "/work/"}) {
+      std::string d = dir + layer + std::to_string(n);
+      if (::mkdir(d.c_str(), 0700) != 0 && errno != EEXIST) return zb::fail("mkdir " + d);
+    }
+  }
+  return {};
+}
+
+// After the sandbox is gone: journal the layers, then apply, keep or drop per the mode.
+void end_session(SnapshotRun& run, const Policy& p, StatusFd& status, zb::exec::Outcome outcome, int code, int sig) {
+  using zb::store::SessionState;
+  zb::store::Finish fin;
+  if (outcome == zb::exec::Outcome::Signaled) {
+    fin.signal = sig;
+  } else {
+    fin.exit_code = code;
+  }
+  std::string short_id = run.session.id.substr(0, 12);
+  auto js = zb::snapshot::journal_session(*run.store, run.session, run.policy);
+  run.active = false;
+  if (!js) {
+    fin.state = SessionState::Failed;
+    (void)run.store->finish(run.session.id, fin);
+    log::error("recording session " + short_id + " failed: " + js.error().message() + "; the command's writes are kept in " +
+               run.store->session_dir(run.session.id) + "/upper");
+    status.session(run.session.id, "failed", 0);
+    return;
+  }
+  fin.state = p.snapshot == SnapshotMode::Restore ? SessionState::Restored : SessionState::Pending;
+  std::string state(zb::store::to_string(fin.state));
+  if (auto r = run.store->finish(run.session.id, fin); !r) log::error("session " + short_id + ": " + r.error().message());
+  if (p.snapshot == SnapshotMode::Snapshot) {
+    auto applied = zb::snapshot::apply_locked(*run.store, run.session, {.force = false, .progress = !p.quiet});
+    if (!applied) {
+      log::error("applying session " + short_id + " failed: " + applied.error().message() +
+                 " (the next zerobox snapshot command finishes it)");
+    } else if (!applied->conflicts.empty()) {
+      for (const auto& c : applied->conflicts) log::error("conflict: " + c);
+      log::error("session " + short_id + " was not applied: files changed on the host meanwhile; see `zerobox snapshot diff " +
+                 short_id + "`, then `zerobox snapshot accept --force " + short_id + "`");
+    } else {
+      state = "accepted";
+    }
+  }
+  std::string counts = std::to_string(js->changes) + (js->changes == 1 ? " change" : " changes");
+  if (js->excluded > 0) counts += ", " + std::to_string(js->excluded) + " excluded applied";
+  log::info("session " + short_id + " (" + counts + ", " + state + ")");
+  status.session(run.session.id, state, static_cast<long>(js->changes));
+}
+
 std::string staging_dir() {
   for (const char* d : {"/tmp", "/mnt", "/run", "/var/tmp"}) {
     if (zb::path::kind_of(d) == zb::path::Kind::Directory) return d;
@@ -159,8 +290,32 @@ int run(Policy p, const std::vector<std::string>& environ, RunOptions options) {
   if (auto r = placeholders.create(fs.placeholders); !r) return setup_failed(status, r.error().message());
   auto mounts = zb::overlay::read_mount_table();
   if (!mounts) return setup_failed(status, mounts.error().message());
+  // The store is never visible inside a sandbox, snapshot run or not.
+  std::string store_dir;
+  if (auto loc = zb::store::Store::location(environ); loc) {
+    auto canon = zb::path::canonicalize(*loc);
+    store_dir = canon && canon->exists ? canon->path : *loc;
+  } else if (p.snapshot != SnapshotMode::Off) {
+    return setup_failed(status, loc.error().message());
+  }
+  SnapshotRun snap;
+  if (p.snapshot != SnapshotMode::Off) {
+    if (auto r = start_session(snap, p, fs, store_dir); !r) return setup_failed(status, r.error().message());
+    auto canon = zb::path::canonicalize(store_dir);
+    if (canon && canon->exists) store_dir = canon->path;
+  }
+  if (!store_dir.empty() && zb::path::kind_of(store_dir) == zb::path::Kind::Directory) fs.masked.push_back(store_dir);
+  zb::overlay::PlanOptions plan_opts{.uid0_is_host_root = ::geteuid() == 0};
+  if (snap.active) {
+    plan_opts.session_dir = snap.store->session_dir(snap.session.id);
+    plan_opts.store_dir = store_dir;
+  }
   zb::exec::SandboxSpec spec;
-  spec.plan = zb::overlay::build_plan(fs, *mounts, p.cwd, {.uid0_is_host_root = ::geteuid() == 0});
+  spec.plan = zb::overlay::build_plan(fs, *mounts, p.cwd, plan_opts);
+  if (snap.active) {
+    if (auto r = prepare_layers(snap, spec.plan.tracked); !r) return setup_failed(status, r.error().message());
+    log::debug("session " + snap.session.id + ": " + std::to_string(spec.plan.tracked.size()) + " tracked overlays");
+  }
   spec.staging = staging_dir();
   spec.cwd = p.cwd;
   spec.argv = p.argv;
@@ -172,7 +327,8 @@ int run(Policy p, const std::vector<std::string>& environ, RunOptions options) {
     spec.exec_candidates.insert(spec.exec_candidates.begin(), fs.command_path);
   }
   spec.new_net = p.net != NetMode::Host;
-  spec.wait_for_teardown = options.wait_for_teardown;
+  // A session is journaled only once every process of the sandbox is gone.
+  spec.wait_for_teardown = options.wait_for_teardown || snap.active;
 
   // 3. Kernel features, probed; --strict-sandbox refuses to run without any of them.
   int abi = zb::exec::landlock_abi();
@@ -206,7 +362,10 @@ int run(Policy p, const std::vector<std::string>& environ, RunOptions options) {
       log::warning(line);
     }
   }
-  return finish(status, p.argv[0], res.outcome, res.code, res.sig, res.err);
+  int rc = report_exit(status, p.argv[0], res.outcome, res.code, res.sig, res.err);
+  if (snap.active) end_session(snap, p, status, res.outcome, rc, res.sig);
+  status.close();
+  return rc;
 }
 
 }  // namespace zerobox

@@ -58,6 +58,11 @@ void StatusFd::child_started(long pid) { write_line(R"({"v":1,"event":"child_sta
 void StatusFd::child_exit_code(int code) { write_line(R"({"v":1,"event":"child_exit","code":)" + std::to_string(code) + "}"); }
 void StatusFd::child_exit_signal(int sig) { write_line(R"({"v":1,"event":"child_exit","signal":)" + std::to_string(sig) + "}"); }
 
+void StatusFd::session(const std::string& id, const std::string& state, long changes) {
+  write_line(R"({"v":1,"event":"session","id":")" + json_escape(id) + R"(","state":")" + json_escape(state) +
+             R"(","changes":)" + std::to_string(changes) + "}");
+}
+
 void StatusFd::close() {
   if (m_fd >= 0) ::close(m_fd);
   m_fd = -1;

@@ -20,6 +20,8 @@ class StatusFd {
   void child_started(long pid);
   void child_exit_code(int code);
   void child_exit_signal(int sig);
+  // After child_exit, for runs that record a session.
+  void session(const std::string& id, const std::string& state, long changes);
   // Closes the fd: the reader sees EOF after the last event.
   void close();
 

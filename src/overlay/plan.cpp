@@ -37,7 +37,8 @@ bool is_empty_dir(const std::string& p) {
 
 class Builder {
  public:
-  explicit Builder(const MountTable& mounts) : m_mounts(mounts) {}
+  Builder(const MountTable& mounts, const policy::FsRules& fs, const PlanOptions& opts)
+      : m_mounts(mounts), m_tracked(fs.tracked), m_session(opts.session_dir), m_store(opts.store_dir) {}
 
   Plan take() { return std::move(m_plan); }
 
@@ -104,20 +105,7 @@ class Builder {
       if (!is_empty_dir(host_path)) ro_overlay(host_path);
       return;
     }
-    DIR* d = ::opendir(host_path.c_str());
-    if (d == nullptr) {
-      note("cannot list " + log::quote(host_path) + ": left empty");
-      return;
-    }
-    std::vector<std::string> names;
-    while (dirent* e = ::readdir(d)) {
-      std::string name = e->d_name;
-      if (name == "." || name == "..") continue;
-      names.push_back(std::move(name));
-    }
-    ::closedir(d);
-    std::sort(names.begin(), names.end());
-    for (const auto& name : names) {
+    for (const auto& name : list_dir(host_path)) {
       std::string child = path::join(host_path, name);
       if (special.count(child) != 0) {
         mkdir(child, 0755);
@@ -156,6 +144,84 @@ class Builder {
     }
   }
 
+  bool is_tracked(const std::string& p) const {
+    return std::any_of(m_tracked.begin(), m_tracked.end(), [&](const std::string& t) { return path::is_under(p, t); });
+  }
+  bool overlaid(const std::string& p) const {
+    return std::find(m_plan.tracked.begin(), m_plan.tracked.end(), p) != m_plan.tracked.end();
+  }
+  bool is_tracked_root(const std::string& p) const {
+    return std::find(m_tracked.begin(), m_tracked.end(), p) != m_tracked.end();
+  }
+
+  // A read-write overlay of a tracked directory whose upper layer is in the session,
+  // then one for each mount below it, parents first.
+  void tracked_overlay(const std::string& host_path) {
+    auto one = [&](const std::string& dir) {
+      std::string n = std::to_string(m_plan.tracked.size());
+      m_plan.tracked.push_back(dir);
+      op({.kind = OpKind::Overlay,
+          .dst = in_new(dir),
+          .data = "lowerdir=" + overlay_escape(in_old(dir)) + ",upperdir=" + overlay_escape(in_old(m_session + "/upper/" + n)) +
+                  ",workdir=" + overlay_escape(in_old(m_session + "/work/" + n)) + ",userxattr",
+          .flags = MS_NOSUID | MS_NODEV});
+    };
+    one(host_path);
+    for (const auto& m : m_mounts.targets) {
+      if (m == host_path || !path::is_under(m, host_path)) continue;
+      if (path::is_under(m, "/proc") || path::is_under(m, "/sys") || path::is_under(m, "/dev")) continue;
+      if (path::kind_of(m) == path::Kind::Directory) {
+        one(m);
+      } else {
+        ro_file(m);
+      }
+    }
+  }
+
+  // A tracked "/": like ro_tree, but each directory becomes a tracked overlay. The
+  // directories holding the store, and those with mounts below, are walked instead.
+  void tracked_tree(const std::string& host_path, const std::set<std::string>& special) {
+    struct stat st {};
+    if (::lstat(host_path.c_str(), &st) != 0) return;
+    if (!S_ISDIR(st.st_mode)) {
+      ro_tree(host_path, special);  // files directly in a walked directory stay read-only
+      return;
+    }
+    if (host_path != "/") mkdir(host_path, st.st_mode & 07777);
+    if (host_path == m_store) return;  // masked later
+    bool holds_store = !m_store.empty() && path::is_under(m_store, host_path);
+    if (host_path != "/" && !holds_store && !m_mounts.has_mounts_below(host_path)) {
+      tracked_overlay(host_path);
+      return;
+    }
+    if (host_path != "/") note("tracked by its entries (it holds the store or mounts): " + log::quote(host_path));
+    for (const auto& name : list_dir(host_path)) {
+      std::string child = path::join(host_path, name);
+      if (special.count(child) != 0) {
+        mkdir(child, 0755);
+        continue;
+      }
+      tracked_tree(child, special);
+    }
+  }
+
+  std::vector<std::string> list_dir(const std::string& host_path) {
+    std::vector<std::string> names;
+    DIR* d = ::opendir(host_path.c_str());
+    if (d == nullptr) {
+      note("cannot list " + log::quote(host_path) + ": left empty");
+      return names;
+    }
+    while (dirent* e = ::readdir(d)) {
+      std::string name = e->d_name;
+      if (name == "." || name == "..") continue;
+      names.push_back(std::move(name));
+    }
+    ::closedir(d);
+    std::sort(names.begin(), names.end());
+    return names;
+  }
+
   void rw_bind(const std::string& host_path) {
     op({.kind = OpKind::Bind, .src = in_old(host_path), .dst = in_new(host_path), .recursive = true});
   }
@@ -164,6 +230,9 @@ class Builder {
 
  private:
   const MountTable& m_mounts;
+  std::vector<std::string> m_tracked;
+  std::string m_session;
+  std::string m_store;
   Plan m_plan;
 };
 
@@ -180,7 +249,11 @@ void expose(Builder& b, const policy::FsRules& fs, const std::string& r, const s
     } else {
       b.file_mountpoint(r);
     }
-    if (fs.write_all) b.rw_bind(r);
+    if (b.is_tracked(r)) {
+      b.tracked_overlay(r);
+    } else if (fs.write_all) {
+      b.rw_bind(r);
+    }
     return;
   }
   b.ro_tree(r, special);
@@ -199,19 +272,23 @@ std::string overlay_escape(const std::string& p) {
 
 Plan build_plan(const policy::FsRules& fs, const MountTable& mounts, const std::string& cwd,
                 const PlanOptions& opts) {
-  Builder b(mounts);
+  Builder b(mounts, fs, opts);
+  bool tracks_root = b.is_tracked_root("/");
   const std::set<std::string> special = {"/proc", "/sys", "/dev", "/tmp"};
 
   // 1. The root.
   bool skeleton = true;
-  if (fs.write_all && !fs.read_restricted) {
+  if (fs.write_all && !fs.read_restricted && !tracks_root) {
     skeleton = false;
     b.op({.kind = OpKind::Bind, .src = k_old, .dst = k_new, .recursive = true});
     b.note("root: the host's root, read-write (bare --allow-write)");
   } else {
     b.op({.kind = OpKind::Tmpfs, .src = "tmpfs", .dst = k_new, .data = "mode=755", .flags = MS_NOSUID | MS_NODEV});
     for (const auto& s : special) b.mkdir(s, s == "/tmp" ? 01777 : 0555);
-    if (!fs.read_restricted) {
+    if (!fs.read_restricted && tracks_root) {
+      b.tracked_tree("/", special);
+      b.note("root: tracked overlays of the host's root (snapshot of bare --allow-write)");
+    } else if (!fs.read_restricted) {
       b.ro_tree("/", special);
       b.note("root: read-only overlays of the host's root");
     } else {
@@ -268,7 +345,11 @@ Plan build_plan(const policy::FsRules& fs, const MountTable& mounts, const std::
   auto scratch = [&](const std::string& dir, const std::string& tag, bool really_writable) {
     if (path::kind_of(dir) != path::Kind::Directory) return;
     if (really_writable) {
-      if (skeleton) b.rw_bind(dir);
+      if (b.is_tracked(dir)) {
+        b.tracked_overlay(dir);
+      } else if (skeleton) {
+        b.rw_bind(dir);
+      }
       return;
     }
     std::string up = std::string(k_internal) + "/scratch/" + tag + "/upper";
@@ -315,7 +396,19 @@ Plan build_plan(const policy::FsRules& fs, const MountTable& mounts, const std::
         bool is_dir = path::kind_of(w) == path::Kind::Directory;
         b.op({.kind = is_dir ? OpKind::Mkdir : OpKind::File, .dst = in_new(w), .mode = is_dir ? 0755u : 0644u, .optional = true});
       }
-      b.rw_bind(w);
+      if (b.is_tracked_root(w)) {
+        b.tracked_overlay(w);
+      } else if (!b.is_tracked(w)) {
+        b.rw_bind(w);
+      }
+    }
+    // Tracked roots strictly inside a writable path go on top of its bind.
+    for (const auto& t : fs.tracked) {
+      if (!b.overlaid(t)) b.tracked_overlay(t);
+    }
+  } else {
+    for (const auto& t : fs.tracked) {
+      if (t != "/" && !b.overlaid(t)) b.tracked_overlay(t);
     }
   }
   // A read-only or masked path inside a writable one must keep its place: make each

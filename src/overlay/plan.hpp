@@ -48,6 +48,10 @@ struct Op {
 
 struct Plan {
   std::vector<Op> ops;
+  // Snapshots: the host directories overlaid read-write with the session's upper/N and
+  // work/N, N being the index here. Each tracked root is one overlay, plus one for each
+  // mount below it (an overlay's lower layer does not reach into submounts).
+  std::vector<std::string> tracked;
   std::vector<std::string> notes;  // decisions worth showing in --debug
   std::vector<std::string> scratch_dirs;  // staging dirs to create before the ops run
 };
@@ -57,6 +61,12 @@ struct PlanOptions {
   // that trust uid 0 without a capability check (/proc/sys, /proc/sysrq-trigger, ...)
   // must be read-only. For anyone else the host's DAC already refuses those writes.
   bool uid0_is_host_root = true;
+  // Snapshots: writes under fs.tracked go to overlays whose upper and work directories
+  // are session_dir/upper/N and session_dir/work/N (host paths). store_dir (the whole
+  // store, masked separately) is never part of a tracked overlay: a tracked "/" is
+  // walked around it, since overlayfs refuses an upper layer inside its lower (ELOOP).
+  std::string session_dir;
+  std::string store_dir;
 };
 
 Plan build_plan(const policy::FsRules& fs, const MountTable& mounts, const std::string& cwd,

@@ -73,6 +73,40 @@ bool lexists(const std::string& p) {
   return ::lstat(p.c_str(), &st) == 0;
 }
 
+void sort_unique(std::vector<std::string>& v) {
+  std::sort(v.begin(), v.end());
+  v.erase(std::unique(v.begin(), v.end()), v.end());
+}
+
+// Drops paths that lie under another path of the same list.
+void drop_nested(std::vector<std::string>& v) {
+  sort_unique(v);
+  std::vector<std::string> out;
+  for (const auto& p : v) {
+    if (!out.empty() && path::is_under(p, out.back())) continue;
+    out.push_back(p);
+  }
+  v = std::move(out);
+}
+
+bool under_any(const std::string& p, const std::vector<std::string>& roots) {
+  return std::any_of(roots.begin(), roots.end(), [&](const std::string& r) { return path::is_under(p, r); });
+}
+
+bool named(const std::string& p, const std::vector<std::string>& list) {
+  return std::find(list.begin(), list.end(), p) != list.end();
+}
+
+// The top of the git work tree that contains dir, if any.
+std::string git_toplevel(std::string dir) {
+  for (;;) {
+    if (lexists(path::join(dir, ".git"))) return dir;
+    if (dir == "/") return {};
+    dir = path::parent(dir);
+  }
+}
+
+
 // Canonicalises each path of a list in place. `must_exist`: a missing path is an error
 // unless its parent exists. `create_dirs`: such a path is created as a directory.
 Result<void> canonical_list(std::vector<std::string>& list, const char* flag, const Caller& c,
@@ -101,6 +135,59 @@ Result<void> canonical_list(std::vector<std::string>& list, const char* flag, co
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
   list = std::move(out);
+  return {};
+}
+
+// The tracked roots of a snapshot run (CLI.md --snapshot-path): canonical, writable,
+// none inside another. Default: the working directory when it is writable, else every
+// --allow-write path inside it, else every --allow-write directory (CLI.md leaves that
+// case open; tracking nothing would make --snapshot silently useless); with a bare
+// --allow-write, the whole root. Single files named in --allow-write are not tracked: an
+// overlay needs a directory.
+Result<void> tracked_roots(Policy& p, const Caller& c) {
+  if (p.no_sandbox) return fail_msg("--snapshot, --restore and --review need the sandbox; they cannot be used with --no-sandbox");
+  auto writable = [&](const std::string& x) {
+    if (under_any(x, p.deny_write) || under_any(x, p.deny_read)) return false;
+    return p.write_all || under_any(x, p.allow_write);
+  };
+  std::vector<std::string> roots;
+  if (!p.snapshot_paths.empty()) {
+    for (const auto& raw : p.snapshot_paths) {
+      std::string abs = path::absolute(raw, c.cwd, c.home);
+      auto canon = path::canonicalize(abs);
+      if (!canon) return fail("--snapshot-path " + log::quote(abs), canon.error().err);
+      if (!canon->exists) return fail("--snapshot-path " + log::quote(abs), ENOENT);
+      if (path::kind_of(canon->path) != path::Kind::Directory) return fail("--snapshot-path " + log::quote(abs), ENOTDIR);
+      if (!writable(canon->path)) {
+        return fail_msg("--snapshot-path " + log::quote(canon->path) + " is not writable: name it (or a directory above it) in --allow-write");
+      }
+      for (const char* k : {"/proc", "/sys", "/dev"}) {
+        if (path::is_under(canon->path, k)) return fail_msg("--snapshot-path " + log::quote(canon->path) + ": kernel interfaces cannot be tracked");
+      }
+      roots.push_back(canon->path);
+    }
+  } else if (p.write_all) {
+    roots.push_back("/");
+  } else if (writable(p.cwd)) {
+    roots.push_back(p.cwd);
+  } else {
+    for (const auto& w : p.allow_write) {
+      if (path::is_under(w, p.cwd) && writable(w) && path::kind_of(w) == path::Kind::Directory) roots.push_back(w);
+    }
+    // Started from elsewhere: rather than track nothing, track every writable directory.
+    if (roots.empty()) {
+      for (const auto& w : p.allow_write) {
+        if (writable(w) && path::kind_of(w) == path::Kind::Directory) roots.push_back(w);
+      }
+    }
+  }
+  sort_unique(roots);
+  std::vector<std::string> out;
+  for (const auto& r : roots) {
+    if (!out.empty() && path::is_under(r, out.back())) continue;
+    out.push_back(r);
+  }
+  p.snapshot_paths = std::move(out);
   return {};
 }
 
@@ -135,7 +222,6 @@ Result<void> finalize(Policy& p, const Caller& c) {
   }
   if (auto r = canonical_list(p.deny_read, "--deny-read", at_cwd, false, false); !r) return r;
   if (auto r = canonical_list(p.deny_write, "--deny-write", at_cwd, false, false); !r) return r;
-  for (auto& s : p.snapshot_paths) s = path::absolute(s, c.cwd, c.home);
 
   for (const auto& d : p.deny_read) {
     if (path::is_under(p.cwd, d)) {
@@ -147,47 +233,13 @@ Result<void> finalize(Policy& p, const Caller& c) {
     return fail_msg("filtered network (--allow-net=DOMAINS, --deny-net, --secret) is not available in this build");
   }
   if (p.snapshot != SnapshotMode::Off) {
-    return fail_msg("snapshots (--snapshot, --restore, --review) are not available in this build");
+    if (auto r = tracked_roots(p, at_cwd); !r) return r;
+  } else if (!p.snapshot_paths.empty() || !p.snapshot_exclude.empty()) {
+    return fail_msg("--snapshot-path and --snapshot-exclude need --snapshot, --restore or --review");
   }
   return {};
 }
 
-namespace {
-
-void sort_unique(std::vector<std::string>& v) {
-  std::sort(v.begin(), v.end());
-  v.erase(std::unique(v.begin(), v.end()), v.end());
-}
-
-// Drops paths that lie under another path of the same list.
-void drop_nested(std::vector<std::string>& v) {
-  sort_unique(v);
-  std::vector<std::string> out;
-  for (const auto& p : v) {
-    if (!out.empty() && path::is_under(p, out.back())) continue;
-    out.push_back(p);
-  }
-  v = std::move(out);
-}
-
-bool under_any(const std::string& p, const std::vector<std::string>& roots) {
-  return std::any_of(roots.begin(), roots.end(), [&](const std::string& r) { return path::is_under(p, r); });
-}
-
-bool named(const std::string& p, const std::vector<std::string>& list) {
-  return std::find(list.begin(), list.end(), p) != list.end();
-}
-
-// The top of the git work tree that contains dir, if any.
-std::string git_toplevel(std::string dir) {
-  for (;;) {
-    if (lexists(path::join(dir, ".git"))) return dir;
-    if (dir == "/") return {};
-    dir = path::parent(dir);
-  }
-}
-
-}  // namespace
 
 std::string resolve_command(const std::string& name, const std::string& path_env, const std::string& cwd) {
   auto usable = [](const std::string& p) {
@@ -215,6 +267,7 @@ FsRules compute_fs(const Policy& p, const Caller& c) {
   FsRules fs;
   fs.write_all = p.write_all;
   fs.read_restricted = p.read_restricted;
+  if (p.snapshot != SnapshotMode::Off) fs.tracked = p.snapshot_paths;
 
   auto path_it = c.env.find("PATH");
   std::string path_env = path_it != c.env.end() ? path_it->second : "/usr/local/bin:/usr/bin:/bin";

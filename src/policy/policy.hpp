@@ -55,6 +55,7 @@ struct FsRules {
   // created there for the run (exec/placeholders.cpp) so that it can be masked. They
   // are already listed in masked/read_only.
   std::vector<std::string> placeholders;
+  std::vector<std::string> tracked;     // snapshots: roots whose writes go to an overlay
   std::string binary;                   // the command's resolved path, canonical, if found
   std::string command_path;             // the same as PATH found it (for execve)
 };

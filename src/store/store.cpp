@@ -636,6 +636,13 @@ Result<void> Store::finish(std::string_view id, const Finish& f) {
   return update_session(m_db.get(), *st, id);
 }
 
+Result<void> Store::set_roots(std::string_view id, const std::vector<std::string>& roots) {
+  auto st = sql::Stmt::prepare(m_db.get(), "UPDATE sessions SET roots = ?2 WHERE id = ?1");
+  if (!st) return std::unexpected(st.error());
+  st->bind_text(1, id).bind_text(2, encode_list(roots));
+  return update_session(m_db.get(), *st, id);
+}
+
 Result<void> Store::mark_applied(std::string_view id) {
   auto st = sql::Stmt::prepare(m_db.get(), "UPDATE sessions SET applied_at = ?2 WHERE id = ?1");
   if (!st) return std::unexpected(st.error());
@@ -829,6 +836,77 @@ Result<std::vector<Change>> Store::changes(std::string_view session) {
     out.push_back(std::move(c));
   }
   return out;
+}
+
+Result<std::vector<std::int64_t>> Store::count_changes(std::string_view session) {
+  auto st = sql::Stmt::prepare(m_db.get(), "SELECT kind, count(*) FROM changes WHERE session = ?1 GROUP BY kind");
+  if (!st) return std::unexpected(st.error());
+  st->bind_text(1, session);
+  std::vector<std::int64_t> out(5, 0);
+  for (;;) {
+    auto row = st->step();
+    if (!row) return std::unexpected(row.error());
+    if (!*row) break;
+    if (auto k = parse_change_kind(st->bytes(0))) out[static_cast<std::size_t>(*k)] += st->int64(1);
+  }
+  return out;
+}
+
+Result<void> Store::set_change_old(std::string_view session, const Change& c) {
+  sqlite3* db = m_db.get();
+  std::optional<std::string> previous;
+  {
+    auto txn = sql::Transaction::begin(db);
+    if (!txn) return std::unexpected(txn.error());
+    auto get = sql::Stmt::prepare(db, "SELECT old_blob FROM changes WHERE session = ?1 AND seq = ?2");
+    if (!get) return std::unexpected(get.error());
+    auto row = get->bind_text(1, session).bind(2, c.seq).step();
+    if (!row) return std::unexpected(row.error());
+    if (!*row) return fail("no change " + std::to_string(c.seq) + " in session " + in_quotes(session), ENOENT);
+    previous = get->opt_bytes(0);
+    auto st = sql::Stmt::prepare(db,
+                                 "UPDATE changes SET old_type = ?3, old_mode = ?4, old_size = ?5, old_mtime_ns = ?6, "
+                                 "old_uid = ?7, old_gid = ?8, old_blob = ?9, old_link = ?10 WHERE session = ?1 AND seq = ?2");
+    if (!st) return std::unexpected(st.error());
+    st->bind_text(1, session).bind(2, c.seq);
+    st->bind_opt_text(3, c.old_type ? std::optional<std::string>(to_string(*c.old_type)) : std::nullopt);
+    st->bind_opt(4, c.old_mode).bind_opt(5, c.old_size).bind_opt(6, c.old_mtime_ns);
+    st->bind_opt(7, c.old_uid).bind_opt(8, c.old_gid).bind_opt_text(9, c.old_blob).bind_opt_blob(10, c.old_link);
+    if (auto r = st->run(); !r) return r;
+    if (auto r = txn->commit(); !r) return r;
+  }
+  if (previous && !previous->empty()) return release_blob(*previous);
+  return {};
+}
+
+// --- Intents ------------------------------------------------------------------------
+
+Result<std::int64_t> Store::add_intent(std::string_view session, std::string_view op, std::string_view data) {
+  auto st = sql::Stmt::prepare(m_db.get(),
+                               "INSERT INTO intents(session, op, path, state, data) VALUES(?1, ?2, '', 'started', ?3)");
+  if (!st) return std::unexpected(st.error());
+  st->bind_text(1, session).bind_text(2, op).bind_text(3, data);
+  if (auto r = st->run(); !r) return std::unexpected(r.error());
+  return sqlite3_last_insert_rowid(m_db.get());
+}
+
+Result<std::vector<Intent>> Store::intents() {
+  auto st = sql::Stmt::prepare(m_db.get(), "SELECT id, session, op, state, coalesce(data, '') FROM intents ORDER BY id");
+  if (!st) return std::unexpected(st.error());
+  std::vector<Intent> out;
+  for (;;) {
+    auto row = st->step();
+    if (!row) return std::unexpected(row.error());
+    if (!*row) break;
+    out.push_back({st->int64(0), st->bytes(1), st->bytes(2), st->bytes(3), st->bytes(4)});
+  }
+  return out;
+}
+
+Result<void> Store::remove_intent(std::int64_t id) {
+  auto st = sql::Stmt::prepare(m_db.get(), "DELETE FROM intents WHERE id = ?1");
+  if (!st) return std::unexpected(st.error());
+  return st->bind(1, id).run();
 }
 
 }  // namespace zb::store

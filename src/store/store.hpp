@@ -170,6 +170,17 @@ struct Change {
   bool operator==(const Change&) const = default;
 };
 
+// An operation on the real filesystem that was started and may not have finished
+// (DESIGN.md invariant 4). op is "accept" or "restore"; data is the operation's own
+// description (JSON), enough to finish or undo it.
+struct Intent {
+  std::int64_t id = 0;
+  std::string session;
+  std::string op;
+  std::string state;
+  std::string data;
+};
+
 // A blob as the journal knows it.
 struct BlobInfo {
   std::string hash;  // 32 lowercase hex digits
@@ -233,6 +244,8 @@ class Store {
   Result<void> set_state(std::string_view id, SessionState state);
   // Sets the state, the exit code or signal and finished_at = now.
   Result<void> finish(std::string_view id, const Finish& f);
+  // Replaces the tracked roots (the overlay order, upper/N) of a session.
+  Result<void> set_roots(std::string_view id, const std::vector<std::string>& roots);
   // Sets applied_at = now (changes were applied to, or restored on, the real filesystem).
   Result<void> mark_applied(std::string_view id);
   // A unique id prefix, or "last" for the most recently created session, to a full id.
@@ -260,6 +273,21 @@ class Store {
   Result<void> add_changes(std::string_view session, const std::vector<Change>& changes);
   // A session's changes in seq order; empty for a session without changes or without a row.
   Result<std::vector<Change>> changes(std::string_view session);
+  // The number of changes of a session, by kind (indexed by ChangeKind).
+  Result<std::vector<std::int64_t>> count_changes(std::string_view session);
+  // Replaces the old_* fields of change `c.seq` with those of c (a forced accept records
+  // what it really replaced). c.old_blob's reference is taken over; the previous one is
+  // released.
+  Result<void> set_change_old(std::string_view session, const Change& c);
+
+  // --- Intents ---
+
+  // Records an intent in state "started" and returns its id.
+  Result<std::int64_t> add_intent(std::string_view session, std::string_view op, std::string_view data);
+  // Every intent, oldest first.
+  Result<std::vector<Intent>> intents();
+  // Drops an intent once its operation is complete.
+  Result<void> remove_intent(std::int64_t id);
 
   // --- Blobs ---
 

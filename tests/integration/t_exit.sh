@@ -48,9 +48,12 @@ expect_contains "$ERR" "not available in this build" "filtered network: not avai
 zb --secret K=V -- true;                 expect_setup_error "--secret"
 expect_contains "$ERR" "not available in this build" "secrets: not available message"
 for f in --snapshot --restore --review; do
-  zb $f -- true;                         expect_setup_error "$f"
-  expect_contains "$ERR" "not available in this build" "$f: not available message"
+  zb $f --no-sandbox -- true;            expect_setup_error "$f with --no-sandbox"
+  expect_contains "$ERR" "no-sandbox" "$f --no-sandbox: the message names the conflict"
 done
+zb --review --allow-write="$HOSTDIR" --snapshot-path="$HOSTDIR/nope" -- true; expect_setup_error "--snapshot-path that does not exist"
+expect_contains "$ERR" "$HOSTDIR/nope" "... the message names it"
+zb --snapshot-exclude='*.log' -- true;   expect_setup_error "--snapshot-exclude without a snapshot mode"
 zb --profile "$HOSTDIR/none.toml" -- true; expect_setup_error "missing --profile file"
 zb --allow-write="$HOSTDIR/newdir" -- true; expect_rc 0 "--allow-write of a missing path whose parent exists"
 expect_present "$HOSTDIR/newdir" "... is created"

@@ -1,0 +1,744 @@
+#include "snapshot/apply.hpp"
+
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <optional>
+
+#include "snapshot/changeset.hpp"
+#include "snapshot/journal.hpp"
+#include "util/copy.hpp"
+#include "util/log.hpp"
+#include "util/path.hpp"
+
+namespace zb::snapshot {
+
+using store::Change;
+using store::FileType;
+
+void crash_point() {
+  static long remaining = [] {
+    const char* v = std::getenv("ZEROBOX_TEST_CRASH_AFTER");
+    return v != nullptr ? std::atol(v) : 0L;
+  }();
+  if (remaining <= 0) return;
+  if (--remaining == 0) ::kill(::getpid(), SIGKILL);
+}
+
+namespace {
+
+// One side of a change: what the target is before (old_*) or after (new_*) it.
+struct State {
+  std::optional<FileType> type;
+  std::uint32_t mode = 0;
+  std::int64_t size = 0;
+  std::int64_t mtime_ns = 0;
+  std::uint32_t uid = 0, gid = 0;
+  std::optional<std::uint32_t> opt_uid;
+  std::string blob;
+  std::string link;
+};
+
+State side(const Change& c, bool after) {
+  State s;
+  s.type = after ? c.new_type : c.old_type;
+  s.mode = (after ? c.new_mode : c.old_mode).value_or(0);
+  s.size = (after ? c.new_size : c.old_size).value_or(0);
+  s.mtime_ns = (after ? c.new_mtime_ns : c.old_mtime_ns).value_or(0);
+  s.opt_uid = after ? c.new_uid : c.old_uid;
+  s.uid = s.opt_uid.value_or(0);
+  s.gid = (after ? c.new_gid : c.old_gid).value_or(0);
+  s.blob = (after ? c.new_blob : c.old_blob).value_or("");
+  s.link = (after ? c.new_link : c.old_link).value_or("");
+  return s;
+}
+
+// What accept writes: setuid and setgid are never carried onto the real filesystem.
+std::uint32_t written_mode(const State& s) {
+  return s.type == FileType::Regular ? (s.mode & 01777u) : (s.mode & 07777u);
+}
+
+std::int64_t mtime_of(const struct stat& st) {
+  return static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+}
+
+long openat2_call(int dirfd, const char* p, std::uint64_t flags, std::uint64_t resolve) {
+  struct open_how how {};
+  how.flags = flags;
+  how.resolve = resolve;
+  return ::syscall(SYS_openat2, dirfd, p, &how, sizeof how);
+}
+
+constexpr std::uint64_t k_beneath = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+
+// The tracked roots of a session, opened once, and the parent directory of each target
+// resolved beneath its root.
+class Tree {
+ public:
+  explicit Tree(std::vector<std::string> roots) : m_roots(std::move(roots)) {}
+
+  // The root that holds path (the longest), or an error for a journal row outside all.
+  Result<std::size_t> root_of(const std::string& p) const {
+    std::optional<std::size_t> best;
+    for (std::size_t i = 0; i < m_roots.size(); ++i) {
+      if (path::is_under(p, m_roots[i]) && p != m_roots[i] && (!best || m_roots[i].size() > m_roots[*best].size())) best = i;
+    }
+    if (!best) return fail_msg("journal: " + log::quote(p) + " lies outside the session's tracked paths");
+    return *best;
+  }
+
+  Result<int> root_fd(std::size_t i) {
+    auto it = m_fds.find(i);
+    if (it != m_fds.end()) return it->second.get();
+    long fd = openat2_call(AT_FDCWD, m_roots[i].c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC, RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
+    if (fd < 0) return fail("open tracked root " + log::quote(m_roots[i]));
+    return m_fds.emplace(i, UniqueFd(static_cast<int>(fd))).first->second.get();
+  }
+
+  // The parent directory of p (O_PATH) and p's last name. ENOENT/ENOTDIR when a parent
+  // is missing or not a directory; ELOOP/EXDEV when a symlink would have to be followed.
+  struct Parent {
+    int fd = -1;
+    std::string name;
+  };
+  Result<Parent> parent(const std::string& p) {
+    auto r = root_of(p);
+    if (!r) return std::unexpected(r.error());
+    const std::string& root = m_roots[*r];
+    std::string rel = root == "/" ? p.substr(1) : p.substr(root.size() + 1);
+    auto slash = rel.rfind('/');
+    std::string dir = slash == std::string::npos ? "" : rel.substr(0, slash);
+    std::string name = slash == std::string::npos ? rel : rel.substr(slash + 1);
+    auto rfd = root_fd(*r);
+    if (!rfd) return std::unexpected(rfd.error());
+    if (dir.empty()) return Parent{*rfd, name};
+    std::string key = std::to_string(*r) + "/" + dir;
+    if (key != m_cached_key) {
+      long fd = openat2_call(*rfd, dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC, k_beneath);
+      if (fd < 0) return fail("open " + log::quote(path::join(root, dir)));
+      m_cached.reset(static_cast<int>(fd));
+      m_cached_key = key;
+    }
+    return Parent{m_cached.get(), name};
+  }
+  void forget() {
+    m_cached.reset();
+    m_cached_key.clear();
+  }
+  const std::vector<std::string>& roots() const { return m_roots; }
+
+ private:
+  std::vector<std::string> m_roots;
+  std::map<std::size_t, UniqueFd> m_fds;
+  UniqueFd m_cached;
+  std::string m_cached_key;
+};
+
+// What is at a target now.
+struct Observed {
+  bool exists = false;
+  struct stat st {};
+  std::optional<FileType> type;
+};
+
+Result<Observed> observe(Tree& tree, const std::string& p) {
+  Observed o;
+  auto par = tree.parent(p);
+  if (!par) {
+    if (par.error().err == ENOENT || par.error().err == ENOTDIR) return o;
+    return std::unexpected(par.error());
+  }
+  if (::fstatat(par->fd, par->name.c_str(), &o.st, AT_SYMLINK_NOFOLLOW) != 0) {
+    if (errno == ENOENT || errno == ENOTDIR) return o;
+    return fail("stat " + log::quote(p));
+  }
+  o.exists = true;
+  o.type = store::file_type_of(o.st.st_mode);
+  return o;
+}
+
+Result<std::string> read_link_at(int dirfd, const std::string& name, const std::string& shown) {
+  std::string buf(4096, '\0');
+  ssize_t n = ::readlinkat(dirfd, name.c_str(), buf.data(), buf.size());
+  if (n < 0) return fail("readlink " + log::quote(shown));
+  buf.resize(static_cast<std::size_t>(n));
+  return buf;
+}
+
+// True when the target is at state s. `setuid_stripped`: compare the mode accept writes.
+Result<bool> at_state(store::Store& store, Tree& tree, const std::string& p, const Observed& o, const State& s, bool written) {
+  if (!s.type) return !o.exists;
+  if (!o.exists || o.type != s.type) return false;
+  // setuid and setgid never count: accept drops them, so the journal's after-state may
+  // hold them while the file on disk, correctly, does not.
+  (void)written;
+  std::uint32_t strip = s.type == FileType::Regular ? 06000u : 0u;
+  std::uint32_t want = s.mode & 07777u & ~strip;
+  std::uint32_t have = o.st.st_mode & 07777u & ~strip;
+  switch (*s.type) {
+    case FileType::Directory: return true;  // modes of directories are settled last
+    case FileType::Symlink: {
+      auto par = tree.parent(p);
+      if (!par) return std::unexpected(par.error());
+      auto l = read_link_at(par->fd, par->name, p);
+      if (!l) return std::unexpected(l.error());
+      return *l == s.link;
+    }
+    case FileType::Regular: {
+      if (have != want || o.st.st_size != s.size) return false;
+      if (mtime_of(o.st) == s.mtime_ns) return true;
+      if (s.blob.empty()) return false;
+      auto par = tree.parent(p);
+      if (!par) return std::unexpected(par.error());
+      UniqueFd f(::openat(par->fd, par->name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
+      if (!f) return fail("open " + log::quote(p));
+      auto b = store.open_blob(s.blob);
+      if (!b) return false;  // the content is not kept: only the stat could tell
+      return same_content(f.get(), b->get(), s.size);
+    }
+    default: return have == want;
+  }
+}
+
+enum class Where { Before, After, Conflict };
+
+struct Checked {
+  Where where = Where::Conflict;
+  Observed now;
+};
+
+std::string describe_conflict(const Change& c, const Observed& o) {
+  State before = side(c, false);
+  std::string what;
+  if (!before.type && o.exists) {
+    what = "exists, but the session expected it absent";
+  } else if (before.type && !o.exists) {
+    what = "is missing";
+  } else if (before.type && o.type != before.type) {
+    what = "changed type";
+  } else {
+    what = "changed since the session recorded it";
+  }
+  return log::quote(c.path) + " " + what;
+}
+
+Result<Checked> check(store::Store& store, Tree& tree, const Change& c) {
+  Checked ch;
+  auto o = observe(tree, c.path);
+  if (!o) return std::unexpected(o.error());
+  ch.now = *o;
+  State after = side(c, true);
+  State before = side(c, false);
+  auto is_after = at_state(store, tree, c.path, *o, after, true);
+  if (!is_after) return std::unexpected(is_after.error());
+  if (*is_after) {
+    // A mode-only change of a directory is "after" only once the mode is right.
+    if (after.type == FileType::Directory && before.type == FileType::Directory && o->exists &&
+        (o->st.st_mode & 07777u) != after.mode && (o->st.st_mode & 07777u) == before.mode) {
+      ch.where = Where::Before;
+      return ch;
+    }
+    ch.where = Where::After;
+    return ch;
+  }
+  auto is_before = at_state(store, tree, c.path, *o, before, false);
+  if (!is_before) return std::unexpected(is_before.error());
+  if (*is_before) {
+    ch.where = Where::Before;
+  } else if (!o->exists && before.type && after.type && before.type != after.type) {
+    ch.where = Where::Before;  // a type change interrupted between removal and creation
+  } else {
+    ch.where = Where::Conflict;
+  }
+  return ch;
+}
+
+// The current state of a target, as a change's before-state (forced accepts).
+Result<void> capture(store::Store& store, Tree& tree, Change& c, const Observed& o) {
+  c.old_type.reset();
+  c.old_mode.reset();
+  c.old_size.reset();
+  c.old_mtime_ns.reset();
+  c.old_uid.reset();
+  c.old_gid.reset();
+  c.old_blob.reset();
+  c.old_link.reset();
+  if (!o.exists) return {};
+  c.old_type = o.type;
+  c.old_mode = o.st.st_mode & 07777u;
+  c.old_mtime_ns = mtime_of(o.st);
+  c.old_uid = o.st.st_uid;
+  c.old_gid = o.st.st_gid;
+  auto par = tree.parent(c.path);
+  if (!par) return std::unexpected(par.error());
+  if (o.type == FileType::Regular) {
+    c.old_size = o.st.st_size;
+    UniqueFd f(::openat(par->fd, par->name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+    if (!f) return fail("open " + log::quote(c.path));
+    auto b = store.put_blob_from_fd(f.get());
+    if (!b) return std::unexpected(b.error());
+    c.old_blob = b->hash;
+  } else if (o.type == FileType::Symlink) {
+    auto l = read_link_at(par->fd, par->name, c.path);
+    if (!l) return std::unexpected(l.error());
+    c.old_size = static_cast<std::int64_t>(l->size());
+    c.old_link = *l;
+  }
+  return {};
+}
+
+struct DirMeta {
+  std::string path;
+  State s;
+};
+
+// Where new contents come from: a blob, or (excluded paths) a file of the upper layer.
+using OpenContent = std::function<Result<UniqueFd>(const State&)>;
+
+bool is_root() { return ::geteuid() == 0; }
+
+Result<void> set_meta_at(int dirfd, const std::string& name, const State& s, const std::string& shown, bool chmod_it) {
+  if (is_root() && s.opt_uid) {
+    if (::fchownat(dirfd, name.c_str(), s.uid, s.gid, AT_SYMLINK_NOFOLLOW) != 0) return fail("chown " + log::quote(shown));
+  }
+  if (chmod_it && ::fchmodat(dirfd, name.c_str(), written_mode(s), 0) != 0) return fail("chmod " + log::quote(shown));
+  struct timespec ts[2];
+  ts[0].tv_sec = s.mtime_ns / 1000000000;
+  ts[0].tv_nsec = s.mtime_ns % 1000000000;
+  ts[1] = ts[0];
+  if (::utimensat(dirfd, name.c_str(), ts, AT_SYMLINK_NOFOLLOW) != 0) return fail("set mtime of " + log::quote(shown));
+  return {};
+}
+
+// Puts tmp in place of name, removing an (empty) directory that is there first.
+Result<void> replace_with(int dirfd, const std::string& tmp, const std::string& name, const std::string& shown) {
+  struct stat st {};
+  if (::fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode)) {
+    if (::unlinkat(dirfd, name.c_str(), AT_REMOVEDIR) != 0) return fail("rmdir " + log::quote(shown));
+    crash_point();
+  }
+  if (::renameat(dirfd, tmp.c_str(), dirfd, name.c_str()) != 0) return fail("rename into " + log::quote(shown));
+  crash_point();
+  return {};
+}
+
+// Moves one target to its after-state. Directory metadata is queued in `dirs`.
+Result<void> materialize(Tree& tree, const Change& c, const std::string& tmp_tag, const OpenContent& open_content,
+                         std::vector<DirMeta>& dirs) {
+  State s = side(c, true);
+  State before = side(c, false);
+  auto par_r = tree.parent(c.path);
+  if (!par_r) return std::unexpected(par_r.error());
+  auto par = *par_r;
+  const char* name = par.name.c_str();
+  struct stat st {};
+  bool exists = ::fstatat(par.fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
+  std::string tmp = ".zerobox-tmp-" + std::to_string(c.seq) + "-" + tmp_tag;
+  ::unlinkat(par.fd, tmp.c_str(), 0);  // left by an interrupted run
+
+  if (!s.type) {
+    if (!exists) return {};
+    if (S_ISDIR(st.st_mode)) {
+      if (::unlinkat(par.fd, name, AT_REMOVEDIR) != 0) {
+        if (errno == ENOTEMPTY || errno == EEXIST) {
+          log::warning("left " + log::quote(c.path) + " in place: the directory is not empty");
+          return {};
+        }
+        return fail("rmdir " + log::quote(c.path));
+      }
+    } else if (::unlinkat(par.fd, name, 0) != 0) {
+      return fail("unlink " + log::quote(c.path));
+    }
+    crash_point();
+    return {};
+  }
+
+  // A change of mode or owner alone keeps the inode.
+  bool same_type = exists && store::file_type_of(st.st_mode) == s.type && before.type == s.type;
+  if (same_type && c.kind == store::ChangeKind::ModeChanged && s.type != FileType::Directory) {
+    if (s.type == FileType::Symlink) return {};
+    if (is_root() && s.opt_uid && ::fchownat(par.fd, name, s.uid, s.gid, AT_SYMLINK_NOFOLLOW) != 0) {
+      return fail("chown " + log::quote(c.path));
+    }
+    if (::fchmodat(par.fd, name, written_mode(s), AT_SYMLINK_NOFOLLOW) != 0) return fail("chmod " + log::quote(c.path));
+    crash_point();
+    return {};
+  }
+
+  switch (*s.type) {
+    case FileType::Directory: {
+      if (exists && !S_ISDIR(st.st_mode)) {
+        if (::unlinkat(par.fd, name, 0) != 0) return fail("unlink " + log::quote(c.path));
+        crash_point();
+        exists = false;
+      }
+      if (!exists) {
+        if (::mkdirat(par.fd, name, 0700) != 0 && errno != EEXIST) return fail("mkdir " + log::quote(c.path));
+        crash_point();
+      }
+      dirs.push_back({c.path, s});
+      return {};
+    }
+    case FileType::Regular: {
+      auto src = open_content(s);
+      if (!src) return std::unexpected(src.error());
+      UniqueFd out(::openat(par.fd, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+      if (!out) return fail("create " + log::quote(path::join(path::parent(c.path), tmp)));
+      auto n = util::copy_sparse(src->get(), out.get());
+      if (!n) return std::unexpected(SysError{n.error().what + " (writing " + log::quote(c.path) + ")", n.error().err});
+      if (is_root() && s.opt_uid && ::fchown(out.get(), s.uid, s.gid) != 0) return fail("chown " + log::quote(c.path));
+      if (::fchmod(out.get(), written_mode(s)) != 0) return fail("chmod " + log::quote(c.path));
+      struct timespec ts[2];
+      ts[0].tv_sec = s.mtime_ns / 1000000000;
+      ts[0].tv_nsec = s.mtime_ns % 1000000000;
+      ts[1] = ts[0];
+      if (::futimens(out.get(), ts) != 0) return fail("set mtime of " + log::quote(c.path));
+      out.reset();
+      crash_point();
+      return replace_with(par.fd, tmp, name, c.path);
+    }
+    case FileType::Symlink: {
+      if (::symlinkat(s.link.c_str(), par.fd, tmp.c_str()) != 0) return fail("symlink " + log::quote(c.path));
+      if (auto r = set_meta_at(par.fd, tmp, s, c.path, false); !r) return r;
+      crash_point();
+      return replace_with(par.fd, tmp, name, c.path);
+    }
+    case FileType::Fifo: {
+      if (::mknodat(par.fd, tmp.c_str(), S_IFIFO | 0600, 0) != 0) return fail("mkfifo " + log::quote(c.path));
+      if (auto r = set_meta_at(par.fd, tmp, s, c.path, true); !r) return r;
+      crash_point();
+      return replace_with(par.fd, tmp, name, c.path);
+    }
+    case FileType::Socket:
+      log::warning("skipped the unix socket " + log::quote(c.path) + ": sockets are not recreated");
+      return {};
+    case FileType::CharDevice:
+    case FileType::BlockDevice:
+      log::warning("skipped the device node " + log::quote(c.path) + ": device nodes are never created");
+      return {};
+  }
+  return {};
+}
+
+Result<void> settle_dirs(Tree& tree, std::vector<DirMeta>& dirs) {
+  // Deepest first, so a parent's mtime is set after its children are final.
+  std::sort(dirs.begin(), dirs.end(), [](const DirMeta& a, const DirMeta& b) { return a.path > b.path; });
+  for (const auto& d : dirs) {
+    auto par = tree.parent(d.path);
+    if (!par) return std::unexpected(par.error());
+    struct stat st {};
+    if (::fstatat(par->fd, par->name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode)) continue;
+    if (auto r = set_meta_at(par->fd, par->name, d.s, d.path, true); !r) return r;
+  }
+  return {};
+}
+
+class Progress {
+ public:
+  Progress(bool on, std::string verb, std::size_t total) : m_on(on && total >= 200 && ::isatty(2)), m_verb(std::move(verb)), m_total(total) {}
+  void tick(std::size_t done) {
+    if (!m_on) return;
+    auto now = std::chrono::steady_clock::now();
+    if (now - m_last < std::chrono::milliseconds(100) && done != m_total) return;
+    m_last = now;
+    std::fprintf(stderr, "\rzerobox: %s: %zu/%zu changes (%zu%%)", m_verb.c_str(), done, m_total, m_total ? done * 100 / m_total : 100);
+    m_shown = true;
+  }
+  ~Progress() {
+    if (m_shown) std::fprintf(stderr, "\r\x1b[K");
+  }
+
+ private:
+  bool m_on;
+  std::string m_verb;
+  std::size_t m_total;
+  bool m_shown = false;
+  std::chrono::steady_clock::time_point m_last{};
+};
+
+bool under_any(const std::string& p, const std::vector<std::string>& roots) {
+  return std::any_of(roots.begin(), roots.end(), [&](const std::string& r) { return path::is_under(p, r); });
+}
+
+// Check, optionally capture, then apply every change of a session. The caller holds the
+// session's lock and records the outcome.
+Result<ApplyReport> apply_changes(store::Store& store, const store::Session& s, const std::string& verb, const ApplyOptions& opts) {
+  ApplyReport report;
+  auto changes = store.changes(s.id);
+  if (!changes) return std::unexpected(changes.error());
+  SessionPolicy policy = SessionPolicy::from_json(s.policy.value_or(""));
+  Tree tree(s.roots);
+  std::vector<Checked> checked;
+  checked.reserve(changes->size());
+  std::vector<bool> skip(changes->size(), false);
+  {
+    Progress progress(opts.progress, "checking", changes->size());
+    for (std::size_t i = 0; i < changes->size(); ++i) {
+      const Change& c = (*changes)[i];
+      progress.tick(i + 1);
+      if (under_any(c.path, policy.protected_paths)) {
+        log::warning("not applied: " + log::quote(c.path) + " is protected");
+        skip[i] = true;
+        checked.push_back({});
+        continue;
+      }
+      auto ch = check(store, tree, c);
+      if (!ch) return std::unexpected(ch.error());
+      if (ch->where == Where::Conflict) report.conflicts.push_back(describe_conflict(c, ch->now));
+      checked.push_back(std::move(*ch));
+    }
+  }
+  if (!report.conflicts.empty() && !opts.force) return report;
+
+  // Forced: what is really there becomes the before-state, so an undo returns to it.
+  for (std::size_t i = 0; i < changes->size(); ++i) {
+    if (skip[i] || checked[i].where != Where::Conflict) continue;
+    Change& c = (*changes)[i];
+    if (auto r = capture(store, tree, c, checked[i].now); !r) return std::unexpected(r.error());
+    if (auto r = store.set_change_old(s.id, c); !r) return std::unexpected(r.error());
+    crash_point();
+  }
+  for (const auto& c : report.conflicts) log::warning("overwriting (--force): " + c);
+  report.conflicts.clear();
+
+  std::string tag = s.id.substr(0, 8);
+  OpenContent from_blob = [&](const State& st) -> Result<UniqueFd> {
+    auto b = store.open_blob(st.blob);
+    if (!b) return fail("the content of a change is missing from the store (blob " + st.blob + ")", b.error().err);
+    return b;
+  };
+  std::vector<DirMeta> dirs;
+  Progress progress(opts.progress, verb, changes->size());
+  for (std::size_t i = 0; i < changes->size(); ++i) {
+    progress.tick(i + 1);
+    if (skip[i]) continue;
+    const Change& c = (*changes)[i];
+    if (checked[i].where == Where::After) {
+      if (c.new_type == FileType::Directory) dirs.push_back({c.path, side(c, true)});
+      continue;
+    }
+    if (auto r = materialize(tree, c, tag, from_blob, dirs); !r) return std::unexpected(r.error());
+    ++report.applied;
+  }
+  if (auto r = settle_dirs(tree, dirs); !r) return std::unexpected(r.error());
+  for (std::size_t i = 0; i < tree.roots().size(); ++i) {
+    if (auto fd = tree.root_fd(i); fd) {
+      UniqueFd f(::openat(*fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+      if (f) ::syncfs(f.get());
+    }
+  }
+  return report;
+}
+
+Result<void> finish_accept(store::Store& store, const std::string& id, std::int64_t intent) {
+  if (auto r = store.set_state(id, store::SessionState::Accepted); !r) return r;
+  if (auto r = store.mark_applied(id); !r) return r;
+  crash_point();
+  if (auto r = store.remove_intent(intent); !r) return r;
+  crash_point();
+  return {};
+}
+
+Result<void> finish_restore(store::Store& store, const std::string& restore_id, const std::string& restored, std::int64_t intent) {
+  if (auto r = store.finish(restore_id, {.state = store::SessionState::Accepted}); !r) return r;
+  if (auto r = store.mark_applied(restore_id); !r) return r;
+  crash_point();
+  if (auto r = store.set_state(restored, store::SessionState::Restored); !r) return r;
+  crash_point();
+  if (auto r = store.remove_intent(intent); !r) return r;
+  crash_point();
+  return {};
+}
+
+std::string state_name(store::SessionState s) { return std::string(store::to_string(s)); }
+
+Change inverse(const Change& c) {
+  Change r = c;
+  std::swap(r.old_type, r.new_type);
+  std::swap(r.old_mode, r.new_mode);
+  std::swap(r.old_size, r.new_size);
+  std::swap(r.old_mtime_ns, r.new_mtime_ns);
+  std::swap(r.old_uid, r.new_uid);
+  std::swap(r.old_gid, r.new_gid);
+  std::swap(r.old_blob, r.new_blob);
+  std::swap(r.old_link, r.new_link);
+  if (c.kind == store::ChangeKind::Added) r.kind = store::ChangeKind::Deleted;
+  if (c.kind == store::ChangeKind::Deleted) r.kind = store::ChangeKind::Added;
+  return r;
+}
+
+}  // namespace
+
+Result<ApplyReport> apply_locked(store::Store& store, const store::Session& s, const ApplyOptions& opts) {
+  // The check runs first and writes nothing; the intent is recorded before the first write.
+  auto intent = store.add_intent(s.id, "accept", "{}");
+  if (!intent) return std::unexpected(intent.error());
+  crash_point();
+  auto report = apply_changes(store, s, "accepting", opts);
+  if (!report) return report;
+  if (!report->conflicts.empty()) {
+    if (auto r = store.remove_intent(*intent); !r) return std::unexpected(r.error());
+    return report;
+  }
+  if (auto r = finish_accept(store, s.id, *intent); !r) return std::unexpected(r.error());
+  return report;
+}
+
+Result<ApplyReport> accept_session(store::Store& store, const std::string& id, const ApplyOptions& opts) {
+  auto lock = store.lock_session(id);
+  if (!lock) return std::unexpected(lock.error());
+  auto s = store.get_session(id);
+  if (!s) return std::unexpected(s.error());
+  if (!*s) return fail_msg("no session " + id);
+  if ((*s)->state != store::SessionState::Pending) {
+    return fail_msg("session " + id.substr(0, 12) + " is " + state_name((*s)->state) + ", not pending: only a pending session can be accepted");
+  }
+  return apply_locked(store, **s, opts);
+}
+
+Result<ApplyReport> restore_session(store::Store& store, const std::string& id, const ApplyOptions& opts) {
+  auto lock = store.lock_session(id);
+  if (!lock) return std::unexpected(lock.error());
+  auto got = store.get_session(id);
+  if (!got) return std::unexpected(got.error());
+  if (!*got) return fail_msg("no session " + id);
+  const store::Session& s = **got;
+  std::string short_id = id.substr(0, 12);
+  switch (s.state) {
+    case store::SessionState::Accepted: break;
+    case store::SessionState::Restored:
+      return fail_msg("session " + short_id + " is already restored");
+    case store::SessionState::Pending:
+      return fail_msg("session " + short_id + " is pending: nothing was applied (use `zerobox snapshot discard " + short_id + "`)");
+    default:
+      return fail_msg("session " + short_id + " is " + state_name(s.state) + ": nothing to restore");
+  }
+  auto changes = store.changes(id);
+  if (!changes) return std::unexpected(changes.error());
+
+  store::NewSession ns;
+  ns.kind = store::SessionKind::Restore;
+  ns.mode = store::SessionMode::Snapshot;
+  ns.command = {"zerobox", "snapshot", "restore", id};
+  ns.cwd = s.cwd;
+  ns.roots = s.roots;
+  ns.policy = s.policy;
+  ns.parent = id;
+  auto r_session = store.create_session(ns);
+  if (!r_session) return std::unexpected(r_session.error());
+  auto r_lock = store.lock_session(r_session->id);
+  if (!r_lock) return std::unexpected(r_lock.error());
+  std::vector<Change> inv;
+  inv.reserve(changes->size());
+  for (auto it = changes->rbegin(); it != changes->rend(); ++it) {
+    Change c = inverse(*it);
+    for (auto* b : {&c.old_blob, &c.new_blob}) {
+      if (*b && !(*b)->empty()) {
+        if (auto r = store.retain_blob(**b); !r) return std::unexpected(r.error());
+      }
+    }
+    inv.push_back(std::move(c));
+  }
+  if (auto r = store.add_changes(r_session->id, inv); !r) return std::unexpected(r.error());
+  auto intent = store.add_intent(r_session->id, "restore", id);
+  if (!intent) return std::unexpected(intent.error());
+  crash_point();
+  auto fresh = store.get_session(r_session->id);
+  if (!fresh || !*fresh) return std::unexpected(fresh ? SysError{"journal: restore session vanished", 0} : fresh.error());
+  auto report = apply_changes(store, **fresh, "restoring", opts);
+  if (!report) return report;
+  if (!report->conflicts.empty()) {
+    // Refused: the new session was never applied and is not kept.
+    if (auto r = store.remove_intent(*intent); !r) return std::unexpected(r.error());
+    if (auto r = store.remove_session(std::move(*r_lock)); !r) return std::unexpected(r.error());
+    return report;
+  }
+  if (auto r = finish_restore(store, r_session->id, id, *intent); !r) return std::unexpected(r.error());
+  report->session = r_session->id;
+  return report;
+}
+
+Result<void> discard_session(store::Store& store, const std::string& id) {
+  auto lock = store.lock_session(id);
+  if (!lock) return std::unexpected(lock.error());
+  auto s = store.get_session(id);
+  if (!s) return std::unexpected(s.error());
+  if (!*s) return fail_msg("no session " + id);
+  if ((*s)->state != store::SessionState::Pending) {
+    return fail_msg("session " + id.substr(0, 12) + " is " + state_name((*s)->state) + ", not pending: only a pending session can be discarded");
+  }
+  return store.set_state(id, store::SessionState::Discarded);
+}
+
+Result<std::vector<std::string>> recover_interrupted(store::Store& store) {
+  std::vector<std::string> done;
+  auto intents = store.intents();
+  if (!intents) return std::unexpected(intents.error());
+  for (const auto& in : *intents) {
+    auto lock = store.lock_session(in.session);
+    if (!lock) {
+      if (lock.error().err == ENOENT) {
+        (void)store.remove_intent(in.id);
+        continue;
+      }
+      continue;  // in use: its owner is still working on it
+    }
+    auto s = store.get_session(in.session);
+    if (!s) return std::unexpected(s.error());
+    if (!*s) {
+      (void)store.remove_intent(in.id);
+      continue;
+    }
+    ApplyOptions opts;
+    auto report = apply_changes(store, **s, "finishing", opts);
+    if (!report) return std::unexpected(SysError{"finishing the interrupted " + in.op + " of session " + in.session.substr(0, 12) + ": " + report.error().what, report.error().err});
+    if (!report->conflicts.empty()) {
+      std::string msg = "cannot finish the interrupted " + in.op + " of session " + in.session.substr(0, 12) + ": ";
+      msg += report->conflicts.front();
+      if (report->conflicts.size() > 1) msg += " (and " + std::to_string(report->conflicts.size() - 1) + " more)";
+      return fail_msg(msg);
+    }
+    if (in.op == "restore") {
+      if (auto r = finish_restore(store, in.session, in.data, in.id); !r) return std::unexpected(r.error());
+      done.push_back("finished the interrupted restore of session " + in.data.substr(0, 12));
+    } else {
+      if (auto r = finish_accept(store, in.session, in.id); !r) return std::unexpected(r.error());
+      done.push_back("finished the interrupted accept of session " + in.session.substr(0, 12));
+    }
+  }
+  return done;
+}
+
+Result<void> apply_from_file(const std::string& root, const Change& change, const std::string& content_path) {
+  Tree tree({root});
+  // Directories needed by an excluded file are created (they may be pending in the journal).
+  std::string rel = root == "/" ? change.path.substr(1) : change.path.substr(root.size() + 1);
+  std::string built = root;
+  for (std::size_t pos = rel.find('/'); pos != std::string::npos; pos = rel.find('/', pos + 1)) {
+    std::string dir = path::join(root, rel.substr(0, pos));
+    auto par = tree.parent(dir);
+    if (!par) return std::unexpected(par.error());
+    if (::mkdirat(par->fd, par->name.c_str(), 0755) != 0 && errno != EEXIST) return fail("mkdir " + log::quote(dir));
+    tree.forget();
+  }
+  std::vector<DirMeta> dirs;
+  OpenContent from_file = [&](const State&) -> Result<UniqueFd> {
+    UniqueFd f(::open(content_path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+    if (!f) return fail("open " + log::quote(content_path));
+    return f;
+  };
+  if (auto r = materialize(tree, change, "excluded", from_file, dirs); !r) return r;
+  return settle_dirs(tree, dirs);
+}
+
+}  // namespace zb::snapshot

@@ -1,0 +1,80 @@
+// Changing the real filesystem: accept, restore and discard of a session, and recovery
+// of one that was interrupted (CLI.md "Snapshot subcommands", "Sessions").
+//
+// Every change describes its target before (old_*) and after (new_*). Applying a
+// session moves each target from its before-state to its after-state:
+//   1. Check. Each target is compared with both states: at the before-state it will be
+//      changed, at the after-state it is done already (a resumed operation), anything
+//      else is a conflict. A regular file is at a state when its type, size, mode and
+//      mtime match, or, when only the mtime differs, its bytes match the blob. Conflicts
+//      are all listed, and nothing is changed, unless `force`: then each conflicting
+//      target's actual state is recorded as the change's before-state (its content as a
+//      new blob) so that undoing the session returns to exactly what was replaced.
+//   2. Intent. An intent row names the session and the operation before the first write.
+//   3. Apply, in journal order (deletions bottom-up, additions top-down). Every path is
+//      resolved below its tracked root with openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS
+//      | RESOLVE_NO_MAGICLINKS): a symlink planted by the sandboxed command never
+//      redirects a write. Files, symlinks and FIFOs are created under a temporary name in
+//      their directory (".zerobox-tmp-SEQ-ID") with their mode, owner (as root only) and
+//      mtime, then renamed over the target, so each target is always either before or
+//      after. setuid/setgid bits are dropped and no xattr (file capabilities) is copied;
+//      device nodes are never created and unix sockets are skipped, with a warning.
+//      Directory modes and mtimes are set last.
+//   4. The session's state changes and the intent is removed in one step each.
+// A crash (or kill) anywhere leaves the intent behind; the next zerobox that opens the
+// store (recover_interrupted) finishes the operation: done targets are at their
+// after-state and are skipped, the rest are applied.
+//
+// Test hook: with ZEROBOX_TEST_CRASH_AFTER=N in the environment, zerobox kills itself
+// (SIGKILL) after its N-th write to the filesystem or the journal during an accept or
+// restore, so tests can interrupt it at every step.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "store/store.hpp"
+#include "util/error.hpp"
+
+namespace zb::snapshot {
+
+struct ApplyOptions {
+  bool force = false;
+  bool progress = false;  // a progress line on stderr (a terminal)
+};
+
+// The outcome of an accept or restore that did not fail outright.
+struct ApplyReport {
+  std::vector<std::string> conflicts;  // one line each; non-empty means nothing was done
+  std::string session;                 // for restore: the new session recording it
+  std::int64_t applied = 0;
+};
+
+// Applies a pending session (state pending → accepted).
+Result<ApplyReport> accept_session(store::Store& store, const std::string& id, const ApplyOptions& options);
+
+// Undoes an applied session: records a new session of kind `restore` holding the inverse
+// changes and applies it (the restored session becomes `restored`, the new one
+// `accepted`, so restoring the new one undoes the restore).
+Result<ApplyReport> restore_session(store::Store& store, const std::string& id, const ApplyOptions& options);
+
+// Applies the changes of a session that is already locked and in state running (the end
+// of a --snapshot run). Conflicts are possible only with concurrent writers on the host.
+Result<ApplyReport> apply_locked(store::Store& store, const store::Session& session, const ApplyOptions& options);
+
+// Drops a pending session's changes (state → discarded); the journal keeps its diff.
+Result<void> discard_session(store::Store& store, const std::string& id);
+
+// Finishes every operation left unfinished by a crash. Returns one line per operation
+// finished, for the log.
+Result<std::vector<std::string>> recover_interrupted(store::Store& store);
+
+// Applies the after-state of one change whose new content is the file at content_path
+// (an overlay upper layer) rather than a blob: used for excluded paths, which are applied
+// at exit and never journaled. Missing parent directories are created.
+Result<void> apply_from_file(const std::string& root, const store::Change& change, const std::string& content_path);
+
+// Calls the crash hook: counts one write and kills the process at the configured count.
+void crash_point();
+
+}  // namespace zb::snapshot

@@ -1,0 +1,205 @@
+#include "snapshot/journal.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <nlohmann/json.hpp>
+
+#include "snapshot/apply.hpp"
+#include "snapshot/changeset.hpp"
+#include "util/log.hpp"
+#include "util/path.hpp"
+
+namespace zb::snapshot {
+
+using store::Change;
+using store::FileType;
+
+namespace {
+
+// Paths are bytes; JSON wants UTF-8. Non-UTF-8 paths are rare enough in policies that
+// the store's own encoding of lists (base64 objects) is not worth repeating here:
+// invalid bytes are replaced, and such a path simply protects nothing.
+nlohmann::json to_array(const std::vector<std::string>& v) {
+  nlohmann::json a = nlohmann::json::array();
+  for (const auto& s : v) a.push_back(s);
+  return a;
+}
+
+std::vector<std::string> from_array(const nlohmann::json& j, const char* key) {
+  std::vector<std::string> out;
+  if (!j.contains(key) || !j[key].is_array()) return out;
+  for (const auto& e : j[key]) {
+    if (e.is_string()) out.push_back(e.get<std::string>());
+  }
+  return out;
+}
+
+bool under_any(const std::string& p, const std::vector<std::string>& roots) {
+  return std::any_of(roots.begin(), roots.end(), [&](const std::string& r) { return path::is_under(p, r); });
+}
+
+Result<UniqueFd> open_beneath(int dirfd, const std::string& rel, int flags, const std::string& shown) {
+  struct open_how how {};
+  how.flags = static_cast<__u64>(static_cast<unsigned>(flags | O_CLOEXEC));
+  how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+  long fd = ::syscall(SYS_openat2, dirfd, rel.c_str(), &how, sizeof how);
+  if (fd < 0) return fail("open " + log::quote(shown));
+  return UniqueFd(static_cast<int>(fd));
+}
+
+Result<void> remove_below(int dirfd, const std::string& shown) {
+  DIR* d = ::fdopendir(::dup(dirfd));
+  if (d == nullptr) return fail("opendir " + log::quote(shown));
+  std::vector<std::pair<std::string, bool>> entries;
+  while (dirent* e = ::readdir(d)) {
+    if (std::strcmp(e->d_name, ".") == 0 || std::strcmp(e->d_name, "..") == 0) continue;
+    entries.emplace_back(e->d_name, e->d_type == DT_DIR || e->d_type == DT_UNKNOWN);
+  }
+  ::closedir(d);
+  for (const auto& [name, maybe_dir] : entries) {
+    std::string sub = shown + "/" + name;
+    if (maybe_dir) {
+      struct stat st {};
+      if (::fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode)) {
+        if ((st.st_mode & 0700) != 0700) ::fchmodat(dirfd, name.c_str(), 0700, 0);
+        UniqueFd child(::openat(dirfd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+        if (!child) return fail("open " + log::quote(sub));
+        if (auto r = remove_below(child.get(), sub); !r) return r;
+        if (::unlinkat(dirfd, name.c_str(), AT_REMOVEDIR) != 0) return fail("rmdir " + log::quote(sub));
+        continue;
+      }
+    }
+    if (::unlinkat(dirfd, name.c_str(), 0) != 0 && errno != ENOENT) return fail("unlink " + log::quote(sub));
+  }
+  return {};
+}
+
+}  // namespace
+
+std::string SessionPolicy::to_json() const {
+  nlohmann::json j;
+  j["tracked"] = to_array(tracked);
+  j["exclude"] = to_array(exclude);
+  j["protected"] = to_array(protected_paths);
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+SessionPolicy SessionPolicy::from_json(const std::string& text) {
+  SessionPolicy p;
+  auto j = nlohmann::json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return p;
+  p.tracked = from_array(j, "tracked");
+  p.exclude = from_array(j, "exclude");
+  p.protected_paths = from_array(j, "protected");
+  return p;
+}
+
+Result<void> remove_tree(const std::string& p) {
+  struct stat st {};
+  if (::lstat(p.c_str(), &st) != 0) {
+    if (errno == ENOENT) return {};
+    return fail("stat " + log::quote(p));
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    if (::unlink(p.c_str()) != 0) return fail("unlink " + log::quote(p));
+    return {};
+  }
+  if ((st.st_mode & 0700) != 0700) ::chmod(p.c_str(), 0700);
+  UniqueFd fd(::open(p.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!fd) return fail("open " + log::quote(p));
+  if (auto r = remove_below(fd.get(), p); !r) return r;
+  if (::rmdir(p.c_str()) != 0) return fail("rmdir " + log::quote(p));
+  return {};
+}
+
+Result<JournalStats> journal_session(store::Store& store, const store::Session& session, const SessionPolicy& policy) {
+  JournalStats stats;
+  auto excludes = Excludes::compile(policy.exclude);
+  if (!excludes) return std::unexpected(excludes.error());
+  std::string sdir = store.session_dir(session.id);
+  std::vector<std::string> dropped_tops;
+
+  for (std::size_t n = 0; n < session.roots.size(); ++n) {
+    const std::string& root = session.roots[n];
+    std::string upper = sdir + "/upper/" + std::to_string(n);
+    if (::access(upper.c_str(), F_OK) != 0) continue;
+    // Excludes are relative to the tracked path the user named (or that was defaulted).
+    std::string base = root;
+    for (const auto& t : policy.tracked) {
+      if (path::is_under(root, t) && (base == root || t.size() < base.size())) base = t;
+    }
+    UniqueFd upper_fd(::open(upper.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!upper_fd) return fail("open " + log::quote(upper));
+    UniqueFd lower_fd(::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!lower_fd) return fail("open tracked path " + log::quote(root));
+
+    std::vector<Change> batch;
+    std::vector<std::pair<Change, std::string>> excluded;
+    auto flush = [&]() -> Result<void> {
+      if (batch.empty()) return {};
+      if (auto r = store.add_changes(session.id, batch); !r) return r;
+      stats.changes += static_cast<std::int64_t>(batch.size());
+      batch.clear();
+      return {};
+    };
+    auto sink = [&](const ScannedChange& sc) -> Result<void> {
+      const std::string& rel = sc.change.path;
+      std::string abs = path::join(root, rel);
+      if (under_any(abs, policy.protected_paths)) {
+        ++stats.dropped;
+        if (dropped_tops.empty() || !path::is_under(abs, dropped_tops.back())) {
+          dropped_tops.push_back(abs);
+          log::warning("dropped the change to " + log::quote(abs) + ": the path is protected");
+        }
+        return {};
+      }
+      std::string rel_base = base == "/" ? abs.substr(1) : (abs == base ? std::string() : abs.substr(base.size() + 1));
+      bool is_dir = sc.change.new_type ? sc.change.new_type == FileType::Directory : sc.change.old_type == FileType::Directory;
+      Change c = sc.change;
+      c.path = abs;
+      if (!excludes->empty() && excludes->matches(rel_base, is_dir)) {
+        excluded.emplace_back(std::move(c), upper + "/" + rel);
+        return {};
+      }
+      if (c.old_type == FileType::Regular) {
+        auto f = open_beneath(lower_fd.get(), rel, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, abs);
+        if (!f) return std::unexpected(f.error());
+        auto b = store.put_blob_from_fd(f->get());
+        if (!b) return std::unexpected(b.error());
+        c.old_blob = b->hash;
+      }
+      if (c.new_type == FileType::Regular) {
+        auto slash = rel.rfind('/');
+        std::string dir = slash == std::string::npos ? "." : rel.substr(0, slash);
+        std::string name = slash == std::string::npos ? rel : rel.substr(slash + 1);
+        auto d = dir == "." ? Result<UniqueFd>(UniqueFd(::dup(upper_fd.get()))) : open_beneath(upper_fd.get(), dir, O_PATH | O_DIRECTORY, upper + "/" + dir);
+        if (!d) return std::unexpected(d.error());
+        auto b = store.put_blob_by_rename(d->get(), name);
+        if (!b) return std::unexpected(b.error());
+        c.new_blob = b->hash;
+      }
+      batch.push_back(std::move(c));
+      if (batch.size() >= 1000) return flush();
+      return {};
+    };
+    if (auto r = for_each_change(upper_fd.get(), lower_fd.get(), sink, {.xattrs = OverlayXattrs::User}); !r) return std::unexpected(r.error());
+    if (auto r = flush(); !r) return std::unexpected(r.error());
+    // Excluded paths: applied now, in every mode, never journaled.
+    for (const auto& [c, content] : excluded) {
+      if (auto r = apply_from_file(root, c, content); !r) return std::unexpected(r.error());
+      ++stats.excluded;
+    }
+  }
+  if (auto r = remove_tree(sdir + "/upper"); !r) return std::unexpected(r.error());
+  if (auto r = remove_tree(sdir + "/work"); !r) return std::unexpected(r.error());
+  return stats;
+}
+
+}  // namespace zb::snapshot
