@@ -181,6 +181,8 @@ int cmd_diff(const Ctx& ctx, const std::string& arg, const std::string& format, 
   if (!s) throw SetupError{s.error().message()};
   auto changes = st->changes(s->id);
   if (!changes) throw SetupError{changes.error().message()};
+  // As git: by path (the journal's order is the order of application).
+  std::stable_sort(changes->begin(), changes->end(), [](const store::Change& a, const store::Change& b) { return a.path < b.path; });
   snapshot::DiffOptions o;
   o.format = format == "stat"          ? snapshot::DiffFormat::Stat
              : format == "name-status" ? snapshot::DiffFormat::NameStatus

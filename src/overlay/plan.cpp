@@ -178,8 +178,10 @@ class Builder {
     }
   }
 
-  // A tracked "/": like ro_tree, but each directory becomes a tracked overlay. The
-  // directories holding the store, and those with mounts below, are walked instead.
+  // A tracked "/": like ro_tree, but each directory becomes a tracked overlay; those with
+  // mounts below are walked instead. One of them holds the store: overlayfs (6.x) takes
+  // an upper layer inside its lower, and the store is masked inside the sandbox, so the
+  // overlay never looks at the part of its lower layer that changes during the run.
   void tracked_tree(const std::string& host_path, const std::set<std::string>& special) {
     struct stat st {};
     if (::lstat(host_path.c_str(), &st) != 0) return;
@@ -188,13 +190,11 @@ class Builder {
       return;
     }
     if (host_path != "/") mkdir(host_path, st.st_mode & 07777);
-    if (host_path == m_store) return;  // masked later
-    bool holds_store = !m_store.empty() && path::is_under(m_store, host_path);
-    if (host_path != "/" && !holds_store && !m_mounts.has_mounts_below(host_path)) {
+    if (host_path != "/" && !m_mounts.has_mounts_below(host_path)) {
       tracked_overlay(host_path);
       return;
     }
-    if (host_path != "/") note("tracked by its entries (it holds the store or mounts): " + log::quote(host_path));
+    if (host_path != "/") note("tracked by its entries (it has mounts below it): " + log::quote(host_path));
     for (const auto& name : list_dir(host_path)) {
       std::string child = path::join(host_path, name);
       if (special.count(child) != 0) {
@@ -286,7 +286,9 @@ Plan build_plan(const policy::FsRules& fs, const MountTable& mounts, const std::
     b.op({.kind = OpKind::Tmpfs, .src = "tmpfs", .dst = k_new, .data = "mode=755", .flags = MS_NOSUID | MS_NODEV});
     for (const auto& s : special) b.mkdir(s, s == "/tmp" ? 01777 : 0555);
     if (!fs.read_restricted && tracks_root) {
-      b.tracked_tree("/", special);
+      // /tmp and /var/tmp are part of a tracked root (an installer's temporary files
+      // show up in its review), and /tmp may hold the store: walked like the rest.
+      b.tracked_tree("/", {"/proc", "/sys", "/dev"});
       b.note("root: tracked overlays of the host's root (snapshot of bare --allow-write)");
     } else if (!fs.read_restricted) {
       b.ro_tree("/", special);
@@ -346,7 +348,7 @@ Plan build_plan(const policy::FsRules& fs, const MountTable& mounts, const std::
     if (path::kind_of(dir) != path::Kind::Directory) return;
     if (really_writable) {
       if (b.is_tracked(dir)) {
-        b.tracked_overlay(dir);
+        if (!tracks_root) b.tracked_overlay(dir);  // else done by tracked_tree
       } else if (skeleton) {
         b.rw_bind(dir);
       }

@@ -62,9 +62,8 @@ struct PlanOptions {
   // must be read-only. For anyone else the host's DAC already refuses those writes.
   bool uid0_is_host_root = true;
   // Snapshots: writes under fs.tracked go to overlays whose upper and work directories
-  // are session_dir/upper/N and session_dir/work/N (host paths). store_dir (the whole
-  // store, masked separately) is never part of a tracked overlay: a tracked "/" is
-  // walked around it, since overlayfs refuses an upper layer inside its lower (ELOOP).
+  // are session_dir/upper/N and session_dir/work/N (host paths). store_dir is the
+  // whole store (masked by the caller through fs.masked).
   std::string session_dir;
   std::string store_dir;
 };

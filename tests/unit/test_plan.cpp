@@ -23,6 +23,9 @@ long find(const overlay::Plan& p, OpKind kind, const std::string& dst) {
   }
   return -1;
 }
+bool path_is_under_for_test(const std::string& p, const std::string& root) {
+  return root == "/" || p == root || p.rfind(root + "/", 0) == 0;
+}
 }  // namespace
 
 TEST_CASE("the default root is read-only overlays of each top-level directory") {
@@ -137,4 +140,43 @@ TEST_CASE("--allow-read paths under /tmp are mounted on top of the scratch layer
   REQUIRE(cwd >= 0);
   CHECK(scratch < data);
   CHECK(scratch < cwd);
+}
+
+TEST_CASE("a tracked path is a read-write overlay whose upper layer is in the session, one more per mount below") {
+  test::TempDir t;
+  test::mkdirs(t / "proj/sub");
+  overlay::MountTable m = host_like();
+  m.targets.insert(t / "proj/sub");
+  policy::FsRules fs;
+  fs.writable = {t / "proj"};
+  fs.tracked = {t / "proj"};
+  auto plan = overlay::build_plan(fs, m, t / "proj", {.session_dir = "/st/sessions/ab", .store_dir = "/st"});
+  REQUIRE(plan.tracked == std::vector<std::string>{t / "proj", t / "proj/sub"});
+  long ov = find(plan, OpKind::Overlay, "/newroot" + t / "proj");
+  REQUIRE(ov >= 0);
+  const auto& op = plan.ops[static_cast<size_t>(ov)];
+  CHECK(op.data == "lowerdir=/oldroot" + t / "proj" + ",upperdir=/oldroot/st/sessions/ab/upper/0,workdir=/oldroot/st/sessions/ab/work/0,userxattr");
+  CHECK((op.flags & MS_RDONLY) == 0);
+  CHECK((op.flags & MS_NOSUID) != 0);
+  CHECK((op.flags & MS_NODEV) != 0);
+  long sub = find(plan, OpKind::Overlay, "/newroot" + t / "proj/sub");
+  REQUIRE(sub > ov);
+  CHECK(plan.ops[static_cast<size_t>(sub)].data.find("upper/1,") != std::string::npos);
+  // The tracked path is not also bound read-write from the host.
+  CHECK(find(plan, OpKind::Bind, "/newroot" + t / "proj") < 0);
+}
+
+TEST_CASE("a tracked / is one read-write overlay per top-level directory, kernel interfaces excepted") {
+  test::TempDir t;
+  test::mkdirs(t / "store/sessions/ab");
+  test::mkdirs(t / "sibling");
+  policy::FsRules fs;
+  fs.write_all = true;
+  fs.tracked = {"/"};
+  std::string store = t / "store";
+  auto plan = overlay::build_plan(fs, host_like(), "/", {.session_dir = store + "/sessions/ab", .store_dir = store});
+  CHECK(std::find(plan.tracked.begin(), plan.tracked.end(), "/usr") != plan.tracked.end());
+  CHECK(std::find(plan.tracked.begin(), plan.tracked.end(), "/tmp") != plan.tracked.end());
+  for (const auto& dir : plan.tracked) CHECK_FALSE(path_is_under_for_test(dir, "/dev"));
+  CHECK(std::find(plan.tracked.begin(), plan.tracked.end(), "/proc") == plan.tracked.end());
 }

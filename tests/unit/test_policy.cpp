@@ -56,7 +56,7 @@ TEST_CASE("finalize refuses an allow path whose parent is missing, and a cwd ins
   CHECK_FALSE(policy::finalize(m, c));
 }
 
-TEST_CASE("filtered network and snapshots are refused with a clear message until they land") {
+TEST_CASE("filtered network is refused with a clear message until it lands") {
   test::TempDir t;
   auto c = caller_in(t.path(), t.path());
   zerobox::Policy p;
@@ -183,4 +183,52 @@ TEST_CASE("a denied path that does not exist gets a placeholder when its parent 
   // Outside every writable path nothing can create it: nothing to do.
   CHECK_FALSE(has(fs.placeholders, t / "elsewhere"));
   CHECK_FALSE(has(fs.absent_protected, t / "elsewhere"));
+}
+
+TEST_CASE("snapshots track the working directory, the writable paths inside it, or what --snapshot-path names") {
+  test::TempDir t;
+  test::mkdirs(t / "proj/out");
+  test::mkdirs(t / "proj/gen");
+  test::mkdirs(t / "elsewhere");
+  auto c = caller_in(t / "proj", t.path());
+  auto tracked = [&](zerobox::Policy p) {
+    p.argv = {"true"};
+    p.snapshot = zerobox::SnapshotMode::Review;
+    auto r = policy::finalize(p, c);
+    REQUIRE(r);
+    return p.snapshot_paths;
+  };
+  zerobox::Policy p;
+  p.allow_write = {"."};
+  CHECK(tracked(p) == std::vector<std::string>{t / "proj"});
+  p.allow_write = {"out", "gen", t / "elsewhere"};
+  CHECK(tracked(p) == std::vector<std::string>{t / "proj/gen", t / "proj/out"});
+  p.allow_write = {t / "elsewhere"};
+  CHECK(tracked(p) == std::vector<std::string>{t / "elsewhere"});
+  p.allow_write = {"."};
+  p.snapshot_paths = {"out", "out/../out", t / "proj"};
+  CHECK(tracked(p) == std::vector<std::string>{t / "proj"});
+  p = {};
+  p.write_all = true;
+  CHECK(tracked(p) == std::vector<std::string>{"/"});
+  p = {};
+  p.allow_write = {"."};
+  p.deny_write = {"gen"};
+  p.snapshot_paths = {"gen"};
+  p.argv = {"true"};
+  p.snapshot = zerobox::SnapshotMode::Snapshot;
+  auto r = policy::finalize(p, c);
+  REQUIRE_FALSE(r);
+  CHECK(r.error().message().find("not writable") != std::string::npos);
+  p.snapshot_paths = {"missing"};
+  CHECK_FALSE(policy::finalize(p, c));
+  p = {};
+  p.argv = {"true"};
+  p.snapshot_exclude = {"*.o"};
+  CHECK_FALSE(policy::finalize(p, c));  // needs a snapshot mode
+  p = {};
+  p.argv = {"true"};
+  p.snapshot = zerobox::SnapshotMode::Snapshot;
+  p.no_sandbox = true;
+  CHECK_FALSE(policy::finalize(p, c));
 }
