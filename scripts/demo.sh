@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# A short demonstration: a write refused, an allowed write landing, and no network.
+# A short demonstration: a write refused, an allowed write landing, no network, and a
+# reviewed run: its diff, accept, and undo.
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 zb=${ZEROBOX:-$root/build/zerobox}
@@ -40,5 +41,17 @@ for _ in $(seq 50); do
 done
 show "$zb" -- curl -sS -m 3 -o /dev/null -w '%{http_code}\n' "http://127.0.0.1:$port/notes.txt"
 show "$zb" --allow-net -- curl -sS -m 3 -o /dev/null -w '%{http_code}\n' "http://127.0.0.1:$port/notes.txt"
+
+# Review what a command would change, accept it, then undo it. The demo's own store.
+export ZEROBOX_HOME=$work/store
+cd "$work/out"
+show "$zb" --review --allow-write=. -- sh -c "echo changed > result.txt; echo new > added.txt"
+echo "host file still says: $(cat "$work/out/result.txt")"
+show "$zb" snapshot diff last --color=never
+show "$zb" snapshot accept last
+echo "host file now says: $(cat "$work/out/result.txt")"
+show "$zb" snapshot restore "$("$zb" snapshot list --json | python3 -c 'import json,sys; print([s["id"] for s in json.load(sys.stdin) if s["state"] == "accepted"][0])')"
+echo "host file back to: $(cat "$work/out/result.txt"); added.txt $([ -e added.txt ] && echo still there || echo gone)"
+show "$zb" snapshot list
 echo
 echo "More: $zb --help, docs/usage.md"
