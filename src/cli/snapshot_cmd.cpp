@@ -6,6 +6,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
@@ -198,7 +199,27 @@ int cmd_diff(const Ctx& ctx, const std::string& arg, const std::string& format, 
   o.cwd = s->cwd;
   o.session_id = s->id;
   for (const auto& p : paths) o.filters.push_back(path::absolute(p, ctx.cwd, path::parent(ctx.cwd)));
+  // Progress only where it cannot mix with the diff itself: stderr a terminal, stdout not
+  // (or --stat, which prints after its scan).
+  bool show_progress = ::isatty(2) == 1 && changes->size() >= 200 && (!tty || o.format == snapshot::DiffFormat::Stat);
+  bool shown = false;
+  std::chrono::steady_clock::time_point last{};
+  if (show_progress) {
+    o.progress = [&](std::size_t done, std::size_t total) {
+      if (done == total) {  // cleared before --stat prints its table
+        if (shown) std::fputs("\r\x1b[K", stderr);
+        shown = false;
+        return;
+      }
+      auto now = std::chrono::steady_clock::now();
+      if (now - last < std::chrono::milliseconds(100)) return;
+      last = now;
+      std::fprintf(stderr, "\rzerobox: diff: %zu/%zu changes (%zu%%)", done, total, done * 100 / total);
+      shown = true;
+    };
+  }
   auto r = snapshot::write_diff(stdout, *st, *changes, o);
+  if (shown) std::fputs("\r\x1b[K", stderr);
   std::fflush(stdout);
   if (!r) throw SetupError{r.error().message()};
   return 0;

@@ -135,12 +135,14 @@ class Builder {
   void mask(const std::string& host_path) {
     struct stat st {};
     if (::lstat(host_path.c_str(), &st) != 0) return;
+    // Optional: a path the new root does not show (inside a scratch directory that
+    // starts empty) has nothing to hide.
     if (S_ISDIR(st.st_mode)) {
       op({.kind = OpKind::Tmpfs, .src = "tmpfs", .dst = in_new(host_path), .data = "mode=000,size=4k,nr_inodes=2",
-          .flags = MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC});
+          .flags = MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, .optional = true});
     } else {
-      op({.kind = OpKind::Bind, .src = k_denied_file, .dst = in_new(host_path)});
-      op({.kind = OpKind::ReadOnly, .dst = in_new(host_path)});
+      op({.kind = OpKind::Bind, .src = k_denied_file, .dst = in_new(host_path), .optional = true});
+      op({.kind = OpKind::ReadOnly, .dst = in_new(host_path), .optional = true});
     }
   }
 

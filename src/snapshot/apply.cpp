@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <optional>
 
@@ -394,16 +395,25 @@ Result<void> materialize(Tree& tree, const Change& c, const std::string& tmp_tag
       if (!src) return std::unexpected(src.error());
       UniqueFd out(::openat(par.fd, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
       if (!out) return fail("create " + log::quote(path::join(path::parent(c.path), tmp)));
-      auto n = util::copy_sparse(src->get(), out.get());
-      if (!n) return std::unexpected(SysError{n.error().what + " (writing " + log::quote(c.path) + ")", n.error().err});
-      if (is_root() && s.opt_uid && ::fchown(out.get(), s.uid, s.gid) != 0) return fail("chown " + log::quote(c.path));
-      if (::fchmod(out.get(), written_mode(s)) != 0) return fail("chmod " + log::quote(c.path));
-      struct timespec ts[2];
-      ts[0].tv_sec = s.mtime_ns / 1000000000;
-      ts[0].tv_nsec = s.mtime_ns % 1000000000;
-      ts[1] = ts[0];
-      if (::futimens(out.get(), ts) != 0) return fail("set mtime of " + log::quote(c.path));
+      // The temporary file goes on any failure: on a full disk it holds the space that
+      // undoing the rest needs.
+      auto written = [&]() -> Result<void> {
+        auto n = util::copy_sparse(src->get(), out.get());
+        if (!n) return std::unexpected(SysError{n.error().what + " (writing " + log::quote(c.path) + ")", n.error().err});
+        if (is_root() && s.opt_uid && ::fchown(out.get(), s.uid, s.gid) != 0) return fail("chown " + log::quote(c.path));
+        if (::fchmod(out.get(), written_mode(s)) != 0) return fail("chmod " + log::quote(c.path));
+        struct timespec ts[2];
+        ts[0].tv_sec = s.mtime_ns / 1000000000;
+        ts[0].tv_nsec = s.mtime_ns % 1000000000;
+        ts[1] = ts[0];
+        if (::futimens(out.get(), ts) != 0) return fail("set mtime of " + log::quote(c.path));
+        return {};
+      }();
       out.reset();
+      if (!written) {
+        ::unlinkat(par.fd, tmp.c_str(), 0);
+        return written;
+      }
       crash_point();
       return replace_with(par.fd, tmp, name, c.path);
     }
@@ -470,9 +480,26 @@ bool under_any(const std::string& p, const std::vector<std::string>& roots) {
   return std::any_of(roots.begin(), roots.end(), [&](const std::string& r) { return path::is_under(p, r); });
 }
 
+Change inverse(const Change& c) {
+  Change r = c;
+  std::swap(r.old_type, r.new_type);
+  std::swap(r.old_mode, r.new_mode);
+  std::swap(r.old_size, r.new_size);
+  std::swap(r.old_mtime_ns, r.new_mtime_ns);
+  std::swap(r.old_uid, r.new_uid);
+  std::swap(r.old_gid, r.new_gid);
+  std::swap(r.old_blob, r.new_blob);
+  std::swap(r.old_link, r.new_link);
+  if (c.kind == store::ChangeKind::Added) r.kind = store::ChangeKind::Deleted;
+  if (c.kind == store::ChangeKind::Deleted) r.kind = store::ChangeKind::Added;
+  return r;
+}
+
 // Check, optionally capture, then apply every change of a session. The caller holds the
 // session's lock and records the outcome.
-Result<ApplyReport> apply_changes(store::Store& store, const store::Session& s, const std::string& verb, const ApplyOptions& opts) {
+// on_rolled_back runs when a failure was undone completely (the intent is then obsolete).
+Result<ApplyReport> apply_changes(store::Store& store, const store::Session& s, const std::string& verb, const ApplyOptions& opts,
+                                  const std::function<void()>& on_rolled_back = {}) {
   ApplyReport report;
   auto changes = store.changes(s.id);
   if (!changes) return std::unexpected(changes.error());
@@ -527,7 +554,28 @@ Result<ApplyReport> apply_changes(store::Store& store, const store::Session& s, 
       if (c.new_type == FileType::Directory) dirs.push_back({c.path, side(c, true)});
       continue;
     }
-    if (auto r = materialize(tree, c, tag, from_blob, dirs); !r) return std::unexpected(r.error());
+    if (auto r = materialize(tree, c, tag, from_blob, dirs); !r) {
+      // A failure (a full disk, a permission) rather than a crash: put back what was
+      // already changed, newest first, so the tree is as it was before the operation.
+      std::vector<DirMeta> undo_dirs;
+      bool undone = true;
+      tree.forget();
+      for (std::size_t j = i + 1; j-- > 0;) {
+        if (skip[j] || checked[j].where == Where::After) continue;
+        Change back = inverse((*changes)[j]);
+        auto where = check(store, tree, back);
+        if (where && where->where == Where::After) continue;  // never got that far
+        if (auto u = materialize(tree, back, tag, from_blob, undo_dirs); !u) {
+          undone = false;
+          log::error("could not undo " + log::quote(back.path) + ": " + u.error().message());
+        }
+      }
+      if (undone && settle_dirs(tree, undo_dirs)) {
+        if (on_rolled_back) on_rolled_back();
+        return std::unexpected(SysError{r.error().what + "; nothing was changed", r.error().err});
+      }
+      return std::unexpected(r.error());
+    }
     ++report.applied;
   }
   if (auto r = settle_dirs(tree, dirs); !r) return std::unexpected(r.error());
@@ -562,20 +610,6 @@ Result<void> finish_restore(store::Store& store, const std::string& restore_id, 
 
 std::string state_name(store::SessionState s) { return std::string(store::to_string(s)); }
 
-Change inverse(const Change& c) {
-  Change r = c;
-  std::swap(r.old_type, r.new_type);
-  std::swap(r.old_mode, r.new_mode);
-  std::swap(r.old_size, r.new_size);
-  std::swap(r.old_mtime_ns, r.new_mtime_ns);
-  std::swap(r.old_uid, r.new_uid);
-  std::swap(r.old_gid, r.new_gid);
-  std::swap(r.old_blob, r.new_blob);
-  std::swap(r.old_link, r.new_link);
-  if (c.kind == store::ChangeKind::Added) r.kind = store::ChangeKind::Deleted;
-  if (c.kind == store::ChangeKind::Deleted) r.kind = store::ChangeKind::Added;
-  return r;
-}
 
 }  // namespace
 
@@ -584,7 +618,7 @@ Result<ApplyReport> apply_locked(store::Store& store, const store::Session& s, c
   auto intent = store.add_intent(s.id, "accept", "{}");
   if (!intent) return std::unexpected(intent.error());
   crash_point();
-  auto report = apply_changes(store, s, "accepting", opts);
+  auto report = apply_changes(store, s, "accepting", opts, [&] { (void)store.remove_intent(*intent); });
   if (!report) return report;
   if (!report->conflicts.empty()) {
     if (auto r = store.remove_intent(*intent); !r) return std::unexpected(r.error());
@@ -655,7 +689,10 @@ Result<ApplyReport> restore_session(store::Store& store, const std::string& id, 
   crash_point();
   auto fresh = store.get_session(r_session->id);
   if (!fresh || !*fresh) return std::unexpected(fresh ? SysError{"journal: restore session vanished", 0} : fresh.error());
-  auto report = apply_changes(store, **fresh, "restoring", opts);
+  auto report = apply_changes(store, **fresh, "restoring", opts, [&] {
+    (void)store.remove_intent(*intent);
+    (void)store.remove_session(std::move(*r_lock));
+  });
   if (!report) return report;
   if (!report->conflicts.empty()) {
     // Refused: the new session was never applied and is not kept.

@@ -750,19 +750,23 @@ Result<void> write_diff(std::FILE* out, store::Store& store, const std::vector<s
 
   switch (options.format) {
     case DiffFormat::Patch:
-      for (const Change* c : chosen) {
+      for (std::size_t i = 0; i < chosen.size(); ++i) {
+        const Change* c = chosen[i];
         std::string shown = shown_path(c->path, options.cwd);
         for (const auto& p : pairs_of(*c)) {
           if (auto r = write_patch_pair(out, store, *c, p, shown, col); !r) return r;
         }
+        if (options.progress) options.progress(i + 1, chosen.size());
       }
       break;
     case DiffFormat::Stat: {
       std::vector<FileStat> stats;
-      for (const Change* c : chosen) {
+      for (std::size_t i = 0; i < chosen.size(); ++i) {
+        const Change* c = chosen[i];
         auto f = stat_change(store, *c, shown_path(c->path, options.cwd));
         if (!f) return std::unexpected(f.error());
         stats.push_back(std::move(*f));
+        if (options.progress) options.progress(i + 1, chosen.size());
       }
       write_stat(out, stats, col);
       break;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdio>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -23,6 +24,8 @@ struct DiffOptions {
   std::vector<std::string> filters;  // absolute paths; when non-empty, only changes at or
                                      // under one of them are shown
   std::string session_id;   // carried in --json output
+  // Called after each change is rendered (done, total); may be empty.
+  std::function<void(std::size_t, std::size_t)> progress;
 };
 
 // Writes the changes of one session to out. Old contents come from old_blob, new contents
