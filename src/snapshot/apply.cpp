@@ -717,8 +717,44 @@ Result<void> discard_session(store::Store& store, const std::string& id) {
   return store.set_state(id, store::SessionState::Discarded);
 }
 
+namespace {
+
+// A session still `running` whose zerobox is gone (killed: its sandbox died with it,
+// PR_SET_PDEATHSIG) still has its upper layers. They are journaled as a pending session,
+// so what the command wrote can be reviewed rather than lost. Only sessions whose lock
+// file holds a pid are considered: one that is being created has none yet.
+Result<void> recover_abandoned(store::Store& store, std::vector<std::string>& done) {
+  auto sessions = store.list_sessions();
+  if (!sessions) return std::unexpected(sessions.error());
+  for (const auto& s : *sessions) {
+    if (s.state != store::SessionState::Running || s.kind != store::SessionKind::Run) continue;
+    std::string lockfile = store.session_dir(s.id) + "/lock";
+    struct stat st {};
+    if (::stat(lockfile.c_str(), &st) != 0 || st.st_size == 0) continue;
+    auto lock = store.lock_session(s.id);
+    if (!lock) continue;  // its zerobox is alive
+    auto again = store.get_session(s.id);
+    if (!again || !*again || (*again)->state != store::SessionState::Running) continue;
+    auto js = journal_session(store, s, SessionPolicy::from_json(s.policy.value_or("")));
+    if (!js) {
+      (void)store.finish(s.id, {.state = store::SessionState::Failed});
+      done.push_back("session " + s.id.substr(0, 12) + " was left running by a zerobox that was killed; its layers could not be read: " +
+                     js.error().message());
+      continue;
+    }
+    auto state = s.mode == store::SessionMode::Restore ? store::SessionState::Restored : store::SessionState::Pending;
+    if (auto r = store.finish(s.id, {.state = state}); !r) return r;
+    done.push_back("session " + s.id.substr(0, 12) + " was left running by a zerobox that was killed: " + std::to_string(js->changes) +
+                   (js->changes == 1 ? " change" : " changes") + " recorded, " + std::string(store::to_string(state)));
+  }
+  return {};
+}
+
+}  // namespace
+
 Result<std::vector<std::string>> recover_interrupted(store::Store& store) {
   std::vector<std::string> done;
+  if (auto r = recover_abandoned(store, done); !r) return std::unexpected(r.error());
   auto intents = store.intents();
   if (!intents) return std::unexpected(intents.error());
   for (const auto& in : *intents) {
