@@ -52,6 +52,9 @@ struct Policy {
   SnapshotMode snapshot = SnapshotMode::Off;
   std::vector<std::string> snapshot_paths;
   std::vector<std::string> snapshot_exclude;
+  // Set by finalize(): the tracked paths stand for "everything" (a bare --allow-write),
+  // so the store may lie inside one of them (it is masked there).
+  bool snapshot_everything = false;
 
   // The command and how it runs.
   std::vector<std::string> argv;

@@ -69,7 +69,13 @@ Result<store::Store> open_store(const Ctx& ctx) {
   if (!st) return st;
   auto recovered = snapshot::recover_interrupted(*st);
   if (!recovered) return std::unexpected(recovered.error());
-  for (const auto& line : *recovered) log::info(line);
+  for (const auto& line : *recovered) {
+    if (line.rfind("warning: ", 0) == 0) {
+      log::warning(line.substr(9));
+    } else {
+      log::info(line);
+    }
+  }
   return st;
 }
 
@@ -240,7 +246,7 @@ int cmd_accept(const Ctx& ctx, const std::string& arg, bool force) {
   auto r = snapshot::accept_session(*st, s->id, {.force = force, .progress = true});
   if (!r) throw SetupError{r.error().message()};
   if (!r->conflicts.empty()) return report_conflicts(r->conflicts, "accept", s->id);
-  log::info("accepted session " + short_id(s->id) + " (" + std::to_string(r->applied) + " changes applied)");
+  log::info("accepted session " + short_id(s->id) + " (" + std::to_string(r->applied) + (r->applied == 1 ? " change" : " changes") + " applied)");
   return 0;
 }
 
@@ -252,7 +258,7 @@ int cmd_restore(const Ctx& ctx, const std::string& arg, bool force) {
   auto r = snapshot::restore_session(*st, s->id, {.force = force, .progress = true});
   if (!r) throw SetupError{r.error().message()};
   if (!r->conflicts.empty()) return report_conflicts(r->conflicts, "restore", s->id);
-  log::info("restored session " + short_id(s->id) + " (" + std::to_string(r->applied) + " changes undone); undo with `zerobox snapshot restore " +
+  log::info("restored session " + short_id(s->id) + " (" + std::to_string(r->applied) + (r->applied == 1 ? " change" : " changes") + " undone); undo with `zerobox snapshot restore " +
             short_id(r->session) + "`");
   return 0;
 }

@@ -161,7 +161,7 @@ struct SnapshotRun {
 // Opens the store and records a session in state running, locked by this process.
 zb::Result<void> start_session(SnapshotRun& run, const Policy& p, const zb::policy::FsRules& fs, const std::string& store_dir) {
   for (const auto& t : fs.tracked) {
-    if (t != "/" && zb::path::is_under(store_dir, t)) {
+    if (!p.snapshot_everything && zb::path::is_under(store_dir, t)) {
       return zb::fail_msg("the snapshot store " + log::quote(store_dir) + " lies inside the tracked path " + log::quote(t) +
                           ": set ZEROBOX_HOME to a directory outside it, or track less with --snapshot-path");
     }
@@ -179,7 +179,13 @@ zb::Result<void> start_session(SnapshotRun& run, const Policy& p, const zb::poli
   run.store.emplace(std::move(*st));
   auto recovered = zb::snapshot::recover_interrupted(*run.store);
   if (!recovered) return std::unexpected(recovered.error());
-  for (const auto& line : *recovered) log::info(line);
+  for (const auto& line : *recovered) {
+    if (line.rfind("warning: ", 0) == 0) {
+      log::warning(line.substr(9));
+    } else {
+      log::info(line);
+    }
+  }
   run.policy.tracked = fs.tracked;
   run.policy.exclude = p.snapshot_exclude;
   for (const auto* list : {&fs.read_only, &fs.masked, &fs.absent_protected}) {
@@ -214,6 +220,13 @@ zb::Result<void> prepare_layers(SnapshotRun& run, const std::vector<std::string>
       std::string d = dir + layer + std::to_string(n);
       if (::mkdir(d.c_str(), 0700) != 0 && errno != EEXIST) return zb::fail("mkdir " + d);
     }
+    // The overlay's root directory shows the upper directory's mode and owner: make them
+    // the tracked directory's (the store itself stays 0700).
+    struct stat st {};
+    std::string up = dir + "/upper/" + std::to_string(n);
+    if (::stat(tracked[n].c_str(), &st) != 0) return zb::fail("stat " + tracked[n]);
+    if (::geteuid() == 0 && ::chown(up.c_str(), st.st_uid, st.st_gid) != 0) return zb::fail("chown " + up);
+    if (::chmod(up.c_str(), st.st_mode & 07777) != 0) return zb::fail("chmod " + up);
   }
   return {};
 }

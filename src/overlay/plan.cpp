@@ -401,7 +401,7 @@ Plan build_plan(const policy::FsRules& fs, const MountTable& mounts, const std::
         b.op({.kind = is_dir ? OpKind::Mkdir : OpKind::File, .dst = in_new(w), .mode = is_dir ? 0755u : 0644u, .optional = true});
       }
       if (b.is_tracked_root(w)) {
-        b.tracked_overlay(w);
+        if (!b.overlaid(w)) b.tracked_overlay(w);
       } else if (!b.is_tracked(w)) {
         b.rw_bind(w);
       }

@@ -166,8 +166,24 @@ Result<void> tracked_roots(Policy& p, const Caller& c) {
       }
       roots.push_back(canon->path);
     }
+  } else if (p.write_all && c.uid != 0) {
+    // An ordinary user's overlay lives in a user namespace, where overlayfs cannot copy
+    // up a directory owned by an id outside it (EOVERFLOW): a tracked / would refuse
+    // writes below any directory not owned by the caller. Track the places such a user
+    // writes to instead, and nothing else is writable.
+    p.write_all = false;
+    p.allow_write.clear();
+    p.snapshot_everything = true;
+    for (const auto& d : {p.cwd, c.home, std::string("/tmp"), std::string("/var/tmp")}) {
+      if (d.empty() || d == "/" || path::kind_of(d) != path::Kind::Directory || ::access(d.c_str(), W_OK) != 0) continue;
+      auto canon = path::canonicalize(d);
+      if (!canon || !canon->exists || under_any(canon->path, p.deny_write) || under_any(canon->path, p.deny_read)) continue;
+      roots.push_back(canon->path);
+      p.allow_write.push_back(canon->path);
+    }
   } else if (p.write_all) {
     roots.push_back("/");
+    p.snapshot_everything = true;
   } else if (writable(p.cwd)) {
     roots.push_back(p.cwd);
   } else {

@@ -14,6 +14,7 @@
 #include <cstring>
 #include <functional>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 
 #include "snapshot/changeset.hpp"
@@ -156,7 +157,10 @@ Result<Observed> observe(Tree& tree, const std::string& p) {
   Observed o;
   auto par = tree.parent(p);
   if (!par) {
-    if (par.error().err == ENOENT || par.error().err == ENOTDIR) return o;
+    // A parent that is missing, not a directory, or a symlink (which is never followed):
+    // nothing is at p as far as this tree is concerned.
+    int e = par.error().err;
+    if (e == ENOENT || e == ENOTDIR || e == ELOOP || e == EXDEV) return o;
     return std::unexpected(par.error());
   }
   if (::fstatat(par->fd, par->name.c_str(), &o.st, AT_SYMLINK_NOFOLLOW) != 0) {
@@ -480,6 +484,15 @@ bool under_any(const std::string& p, const std::vector<std::string>& roots) {
   return std::any_of(roots.begin(), roots.end(), [&](const std::string& r) { return path::is_under(p, r); });
 }
 
+// What an intent records: the session a restore undoes, and whether it was forced (a
+// resumed operation must make the same choice).
+std::string intent_data(const std::string& restores, bool force) {
+  nlohmann::json j;
+  if (!restores.empty()) j["restores"] = restores;
+  j["force"] = force;
+  return j.dump();
+}
+
 Change inverse(const Change& c) {
   Change r = c;
   std::swap(r.old_type, r.new_type);
@@ -554,6 +567,8 @@ Result<ApplyReport> apply_changes(store::Store& store, const store::Session& s, 
       if (c.new_type == FileType::Directory) dirs.push_back({c.path, side(c, true)});
       continue;
     }
+    // A directory replaced or removed invalidates the cached parent fd.
+    if (c.old_type == FileType::Directory || c.new_type == FileType::Directory || c.old_type == FileType::Symlink) tree.forget();
     if (auto r = materialize(tree, c, tag, from_blob, dirs); !r) {
       // A failure (a full disk, a permission) rather than a crash: put back what was
       // already changed, newest first, so the tree is as it was before the operation.
@@ -615,7 +630,7 @@ std::string state_name(store::SessionState s) { return std::string(store::to_str
 
 Result<ApplyReport> apply_locked(store::Store& store, const store::Session& s, const ApplyOptions& opts) {
   // The check runs first and writes nothing; the intent is recorded before the first write.
-  auto intent = store.add_intent(s.id, "accept", "{}");
+  auto intent = store.add_intent(s.id, "accept", intent_data("", opts.force));
   if (!intent) return std::unexpected(intent.error());
   crash_point();
   auto report = apply_changes(store, s, "accepting", opts, [&] { (void)store.remove_intent(*intent); });
@@ -684,7 +699,7 @@ Result<ApplyReport> restore_session(store::Store& store, const std::string& id, 
     inv.push_back(std::move(c));
   }
   if (auto r = store.add_changes(r_session->id, inv); !r) return std::unexpected(r.error());
-  auto intent = store.add_intent(r_session->id, "restore", id);
+  auto intent = store.add_intent(r_session->id, "restore", intent_data(id, opts.force));
   if (!intent) return std::unexpected(intent.error());
   crash_point();
   auto fresh = store.get_session(r_session->id);
@@ -738,7 +753,7 @@ Result<void> recover_abandoned(store::Store& store, std::vector<std::string>& do
     auto js = journal_session(store, s, SessionPolicy::from_json(s.policy.value_or("")));
     if (!js) {
       (void)store.finish(s.id, {.state = store::SessionState::Failed});
-      done.push_back("session " + s.id.substr(0, 12) + " was left running by a zerobox that was killed; its layers could not be read: " +
+      done.push_back("warning: session " + s.id.substr(0, 12) + " was left running by a zerobox that was killed; its layers could not be read: " +
                      js.error().message());
       continue;
     }
@@ -772,18 +787,31 @@ Result<std::vector<std::string>> recover_interrupted(store::Store& store) {
       (void)store.remove_intent(in.id);
       continue;
     }
+    // A failure here is reported and left for later: it must not make the rest of the
+    // store unusable.
+    auto data = nlohmann::json::parse(in.data, nullptr, false);
     ApplyOptions opts;
+    std::string restored;
+    if (data.is_object()) {
+      opts.force = data.value("force", false);
+      restored = data.value("restores", std::string());
+    }
     auto report = apply_changes(store, **s, "finishing", opts);
-    if (!report) return std::unexpected(SysError{"finishing the interrupted " + in.op + " of session " + in.session.substr(0, 12) + ": " + report.error().what, report.error().err});
+    if (!report) {
+      done.push_back("warning: cannot finish the interrupted " + in.op + " of session " + in.session.substr(0, 12) + " yet: " +
+                     report.error().message());
+      continue;
+    }
     if (!report->conflicts.empty()) {
-      std::string msg = "cannot finish the interrupted " + in.op + " of session " + in.session.substr(0, 12) + ": ";
+      std::string msg = "warning: cannot finish the interrupted " + in.op + " of session " + in.session.substr(0, 12) + ": ";
       msg += report->conflicts.front();
       if (report->conflicts.size() > 1) msg += " (and " + std::to_string(report->conflicts.size() - 1) + " more)";
-      return fail_msg(msg);
+      done.push_back(msg);
+      continue;
     }
     if (in.op == "restore") {
-      if (auto r = finish_restore(store, in.session, in.data, in.id); !r) return std::unexpected(r.error());
-      done.push_back("finished the interrupted restore of session " + in.data.substr(0, 12));
+      if (auto r = finish_restore(store, in.session, restored, in.id); !r) return std::unexpected(r.error());
+      done.push_back("finished the interrupted restore of session " + restored.substr(0, 12));
     } else {
       if (auto r = finish_accept(store, in.session, in.id); !r) return std::unexpected(r.error());
       done.push_back("finished the interrupted accept of session " + in.session.substr(0, 12));

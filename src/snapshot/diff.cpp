@@ -10,7 +10,9 @@
 #include <cstdint>
 #include <dtl/dtl.hpp>
 #include <nlohmann/json.hpp>
+#include <map>
 #include <optional>
+#include <set>
 #include <utility>
 
 #include "util/fd.hpp"
@@ -740,6 +742,47 @@ std::string git_quote(std::string_view path) {
   return out;
 }
 
+namespace {
+
+// Exact renames, as git finds them at 100% similarity: a deleted regular file and an
+// added one with the same content. Maps the index of each added file to the index of the
+// deleted one it came from.
+std::map<std::size_t, std::size_t> find_renames(const std::vector<const Change*>& chosen) {
+  std::multimap<std::string, std::size_t> deleted;
+  for (std::size_t i = 0; i < chosen.size(); ++i) {
+    const Change& c = *chosen[i];
+    if (c.kind == ChangeKind::Deleted && c.old_type == FileType::Regular && c.old_blob) deleted.emplace(*c.old_blob, i);
+  }
+  std::map<std::size_t, std::size_t> out;
+  if (deleted.empty()) return out;
+  for (std::size_t i = 0; i < chosen.size(); ++i) {
+    const Change& c = *chosen[i];
+    if (c.kind != ChangeKind::Added || c.new_type != FileType::Regular || !c.new_blob) continue;
+    auto it = deleted.find(*c.new_blob);
+    if (it == deleted.end()) continue;
+    out.emplace(i, it->second);
+    deleted.erase(it);
+  }
+  return out;
+}
+
+void write_rename(std::FILE* out, const Change& from, const Change& to, const std::string& from_shown, const std::string& to_shown,
+                  const Colors& col) {
+  auto meta = [&](const std::string& s) { put_line(out, col.meta, s, col.reset); };
+  auto strip = [](const std::string& p) { return p.empty() || p.front() != '/' ? p : p.substr(1); };
+  meta("diff --git " + git_quote("a/" + strip(from_shown)) + " " + git_quote("b/" + strip(to_shown)));
+  std::uint32_t a = from.old_mode.value_or(0644), b = to.new_mode.value_or(0644);
+  if (a != b) {
+    meta("old mode " + octal6(0100000 | a));
+    meta("new mode " + octal6(0100000 | b));
+  }
+  meta("similarity index 100%");
+  meta("rename from " + git_quote(from_shown));
+  meta("rename to " + git_quote(to_shown));
+}
+
+}  // namespace
+
 Result<void> write_diff(std::FILE* out, store::Store& store, const std::vector<store::Change>& changes,
                         const DiffOptions& options) {
   std::vector<const Change*> chosen;
@@ -747,12 +790,25 @@ Result<void> write_diff(std::FILE* out, store::Store& store, const std::vector<s
     if (selected(c, options.filters)) chosen.push_back(&c);
   }
   const Colors col = colors_for(options.color);
+  std::map<std::size_t, std::size_t> renames;
+  std::set<std::size_t> renamed_from;
+  if (options.format == DiffFormat::Patch || options.format == DiffFormat::Stat) {
+    renames = find_renames(chosen);
+    for (const auto& [to, from] : renames) renamed_from.insert(from);
+  }
 
   switch (options.format) {
     case DiffFormat::Patch:
       for (std::size_t i = 0; i < chosen.size(); ++i) {
         const Change* c = chosen[i];
         std::string shown = shown_path(c->path, options.cwd);
+        if (renamed_from.count(i) != 0) continue;  // shown with its new name
+        if (auto r = renames.find(i); r != renames.end()) {
+          const Change* from = chosen[r->second];
+          write_rename(out, *from, *c, shown_path(from->path, options.cwd), shown, col);
+          if (options.progress) options.progress(i + 1, chosen.size());
+          continue;
+        }
         for (const auto& p : pairs_of(*c)) {
           if (auto r = write_patch_pair(out, store, *c, p, shown, col); !r) return r;
         }
@@ -763,6 +819,13 @@ Result<void> write_diff(std::FILE* out, store::Store& store, const std::vector<s
       std::vector<FileStat> stats;
       for (std::size_t i = 0; i < chosen.size(); ++i) {
         const Change* c = chosen[i];
+        if (renamed_from.count(i) != 0) continue;
+        if (auto r = renames.find(i); r != renames.end()) {
+          FileStat f;
+          f.name = git_quote(shown_path(chosen[r->second]->path, options.cwd)) + " => " + git_quote(shown_path(c->path, options.cwd));
+          stats.push_back(std::move(f));
+          continue;
+        }
         auto f = stat_change(store, *c, shown_path(c->path, options.cwd));
         if (!f) return std::unexpected(f.error());
         stats.push_back(std::move(*f));

@@ -224,3 +224,47 @@ finish() {
   echo "# $T_NAME [$MODE]: all $T_CHECKS checks passed"
   exit 0
 }
+
+# --- Snapshot helpers (t_snapshot.sh) ---
+# snap_state DIR: one line per entry below DIR (NUL-safe: newlines in names show as
+# \001): type and mode for directories; type, mode, owner, size and mtime for files,
+# FIFOs and sockets; owner, mtime and target for symlinks; then an md5 of each file.
+# Self-contained (LC_ALL set here) so `declare -f snap_state` can run inside a sandbox.
+snap_state() {
+  (
+    cd "$1" || exit 1
+    find . -mindepth 1 \( -type d -printf '%p|d|%m\0' \) \
+      -o \( -type l -printf '%p|l|%U:%G|%T@|%l\0' \) \
+      -o -printf '%p|%y|%m|%U:%G|%s|%T@\0' | LC_ALL=C sort -z | tr '\n\0' '\001\n'
+    find . -mindepth 1 -type f -exec md5sum -z {} + | LC_ALL=C sort -z | tr '\n\0' '\001\n'
+  )
+}
+# snap_expect_state GOT WANT DESCRIPTION: like expect_eq, but a failure shows a diff.
+snap_expect_state() {
+  if [ "$1" = "$2" ]; then
+    ok "$3"
+  else
+    fail "$3: tree differs (- want, + got):
+$(diff <(printf '%s\n' "$2") <(printf '%s\n' "$1") | grep '^[<>]' | sed 's/^</-/; s/^>/+/' | head -40)"
+  fi
+}
+# snap_id: the (short) session id from the last run's 'zerobox: session ID (...)' line.
+snap_id() { printf '%s\n' "$ERR" | sed -n 's/^zerobox: session \([0-9a-f]\{1,\}\) (.*/\1/p' | tail -1; }
+# snap_artifacts DIR: overlay internals under DIR (whiteouts: char 0:0 devices; any
+# user.overlay.* / trusted.overlay.* xattr), one per line; empty when clean.
+snap_artifacts() {
+  find "$1" -type c -printf 'char device: %p\n'
+  "$PY" - "$1" <<'PYEOF'
+import os, sys
+for root, dirs, files in os.walk(sys.argv[1]):
+    for n in [""] + dirs + files:
+        p = os.path.join(root, n) if n else root
+        try:
+            names = os.listxattr(p, follow_symlinks=False)
+        except OSError:
+            continue
+        for x in names:
+            if x.startswith(("user.overlay.", "trusted.overlay.")):
+                print("xattr %s: %r" % (x, p))
+PYEOF
+}
