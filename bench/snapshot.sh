@@ -33,6 +33,10 @@
 #                        rows on the big tree; APPLY_RUNS=5 [2] for accept/restore/review
 #   OUT=file            also write the markdown table to this file
 #   KEEP_TREES=1        keep ROOT/trees (0: delete them at the end)
+#   KEEP_STORE=0        1: keep the run's snapshot store (ROOT/<stamp>/store, ~1 GB)
+# On an ext4 without a journal (this VM's root), creating files right after deleting many
+# is several times slower (recently freed inodes are skipped): outputs are moved aside and
+# deleted only at the end, which takes a minute; leave >= 5 minutes between two runs.
 # Needs: hyperfine, /usr/bin/time (package time), python3, git; xxhsum optional.
 set -u -o pipefail
 
@@ -57,6 +61,7 @@ else
 fi
 OUT=${OUT:-}
 KEEP_TREES=${KEEP_TREES:-1}
+KEEP_STORE=${KEEP_STORE:-0}
 
 die() { echo "bench/snapshot.sh: $*" >&2; exit 2; }
 log() { echo "[$(date +%H:%M:%S)] $*" >&2; }
@@ -80,12 +85,10 @@ cp "$ZEROBOX" "$RES/zerobox" || die "cannot copy $ZEROBOX"
 ZB=$RES/zerobox
 export ZEROBOX_HOME=$RES/store
 ROWS=$RES/rows.tsv
+LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
 : >"$ROWS"
 FAILED=0
 log "results: $RES ($($ZB --version 2>/dev/null | head -1), hash: $HASH)"
-# On an ext4 without a journal (this VM's), creating files right after deleting many is
-# several times slower (recently freed inodes are skipped): so outputs are moved aside
-# between runs and deleted only at the very end.
 trash() { [ -e "$1" ] && mv "$1" "$(mktemp -d "$TRASH/t.XXXXXX")/"; }
 
 # mktree DIR N: N files (64..2047 bytes of pseudo-random data, fixed seed) in
@@ -252,6 +255,7 @@ done
   echo
   echo "Machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo), kernel $(uname -r);" \
     "file system of $ROOT: $(stat -f -c %T "$ROOT"). Warm page cache. Hash: $HASH. QUICK=$QUICK."
+  echo "Load average (1/5/15 min) at start: $LOAD0; at end: $(cut -d' ' -f1-3 /proc/loadavg) (other work on the machine shows here)."
   echo "Times: hyperfine mean ± σ (min … max) over the runs shown. Peak RSS in KiB: /usr/bin/time %M"
   echo "(the largest process of the run; for (a) and (d) also VmHWM of zerobox's own process)."
   echo "(a) start-up on two trees; (b) $CHANGES rewritten files: the --review run, accept of the pending"
@@ -303,7 +307,9 @@ cat "$RES/report.md"
 [ -n "$OUT" ] && cp "$RES/report.md" "$OUT"
 
 log "removing the runs' leftovers (trees stay in $TREES)"
-rm -rf "$TRASH" "$M" "$BARE" "$B0" "$B1" "$B2" "$RES"/create-* "$RES/copy"
+rm -rf "$TRASH" "$M" "$BARE" "$B0" "$B1" "$B2" "$RES"/create-* "$RES/copy" "$RES/zerobox"
+[ "$KEEP_STORE" = 1 ] || rm -rf "$ZEROBOX_HOME"
+log "done: report in $RES/report.md"
 [ "$KEEP_TREES" = 1 ] || rm -rf "$TREES"
 [ "$FAILED" = 0 ] || { log "some zerobox runs failed: see $RES/hyperfine.log"; exit 1; }
 exit 0

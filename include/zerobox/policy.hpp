@@ -41,6 +41,9 @@ struct Policy {
   std::vector<std::pair<std::string, std::string>> resolve;  // --resolve HOST:IP
   std::vector<std::string> upstream_ca;
   std::vector<Secret> secrets;
+  // Set by finalize(): a bare --allow-net together with --deny-net (filtered mode where
+  // everything but the denied names is allowed).
+  bool allow_net_all = false;
 
   // Environment.
   std::vector<std::pair<std::string, std::string>> env_set;  // --env, in order

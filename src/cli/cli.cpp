@@ -8,6 +8,7 @@
 #include <set>
 
 #include "exec/status_fd.hpp"
+#include "net/rules.hpp"
 #include "policy/policy.hpp"
 #include "util/error.hpp"
 #include "util/path.hpp"
@@ -265,6 +266,18 @@ Parsed parse_args(const std::vector<std::string>& raw_args, const std::vector<st
   }
   p.argv = std::move(rest);
   if (p.argv.empty()) throw UsageError{"no command given"};
+  // Domain rules and --resolve names are syntax, checked here by the proxy's own grammar.
+  for (const auto& r : p.allow_net) {
+    if (auto rule = net::parse_rule(r); !rule) throw UsageError{"--allow-net: " + rule.error().message()};
+  }
+  for (const auto& r : p.deny_net) {  // denying loopback needs no port
+    if (auto rule = net::parse_rule(r, false); !rule) throw UsageError{"--deny-net: " + rule.error().message()};
+  }
+  for (const auto& [host, ip] : p.resolve) {
+    if (auto h = net::parse_host(host); !h || h->kind != net::HostKind::Name) {
+      throw UsageError{"--resolve: '" + host + "' is not a host name" + (h ? "" : ": " + h.error().message())};
+    }
+  }
   return out;
 }
 

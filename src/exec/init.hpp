@@ -36,6 +36,7 @@ enum ChildStep : int32_t {
   k_step_landlock,
   k_step_seccomp,
   k_step_fork,
+  k_step_proxy,
 };
 
 struct InitArgs {

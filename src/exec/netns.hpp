@@ -6,4 +6,13 @@ namespace zb::exec {
 // Brings `lo` up in the current network namespace. No allocation. 0 or -1/errno.
 int bring_up_loopback();
 
+// A listening TCP socket on 127.0.0.1:port in the current network namespace, sent over
+// the unix socket `channel` (SCM_RIGHTS) and closed here: the supervisor serves it from
+// the host's namespace (filtered mode). No allocation. 0 or -1/errno.
+int send_proxy_listener(int channel, unsigned short port);
+
+// The supervisor's side: the listening socket, or -1 when the child sent none (it failed
+// first and said why on its report pipe).
+int receive_proxy_listener(int channel);
+
 }  // namespace zb::exec

@@ -7,6 +7,9 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <optional>
 
 #include "exec/blocked.hpp"
@@ -15,6 +18,7 @@
 #include "exec/seccomp.hpp"
 #include "exec/signals.hpp"
 #include "exec/status_fd.hpp"
+#include "net/proxy.hpp"
 #include "overlay/mountinfo.hpp"
 #include "overlay/plan.hpp"
 #include "policy/policy.hpp"
@@ -254,7 +258,9 @@ void end_session(SnapshotRun& run, const Policy& p, StatusFd& status, zb::exec::
   fin.state = p.snapshot == SnapshotMode::Restore ? SessionState::Restored : SessionState::Pending;
   std::string state(zb::store::to_string(fin.state));
   if (auto r = run.store->finish(run.session.id, fin); !r) log::error("session " + short_id + ": " + r.error().message());
-  if (p.snapshot == SnapshotMode::Snapshot) {
+  if (p.snapshot == SnapshotMode::Snapshot && js->changes == 0) {
+    if (auto r = run.store->set_state(run.session.id, SessionState::Accepted); r) state = "accepted";
+  } else if (p.snapshot == SnapshotMode::Snapshot) {
     auto applied = zb::snapshot::apply_locked(*run.store, run.session, {.force = false, .progress = !p.quiet});
     if (!applied) {
       log::error("applying session " + short_id + " failed: " + applied.error().message() +
@@ -340,6 +346,15 @@ int run(Policy p, const std::vector<std::string>& environ, RunOptions options) {
     spec.exec_candidates.insert(spec.exec_candidates.begin(), fs.command_path);
   }
   spec.new_net = p.net != NetMode::Host;
+
+  // Filtered network: the proxy's policy, checked before anything starts.
+  std::optional<zb::net::NetPolicy> net_policy;
+  if (p.net == NetMode::Filtered) {
+    auto np = zb::net::NetPolicy::make(p.allow_net, p.deny_net, p.resolve, p.allow_net_all);
+    if (!np) return setup_failed(status, np.error().message());
+    net_policy.emplace(std::move(*np));
+    spec.proxy_port = zb::policy::k_proxy_port;
+  }
   // A session is journaled only once every process of the sandbox is gone.
   spec.wait_for_teardown = options.wait_for_teardown || snap.active;
 
@@ -363,8 +378,39 @@ int run(Policy p, const std::vector<std::string>& environ, RunOptions options) {
     log::debug("environment: " + std::to_string(env.size()) + " variables");
   }
 
-  // 4. Run, then report.
-  auto res = zb::exec::run_sandbox(spec, [&](long pid) { status.child_started(pid); });
+  // 4. Run, then report. In filtered mode the proxy serves the socket the child made.
+  std::unique_ptr<zb::net::Proxy> proxy;
+  std::mutex denied_mutex;
+  std::map<std::string, unsigned> denied;  // "host:port" -> attempts
+  auto on_listener = [&](int fd) {
+    proxy = std::make_unique<zb::net::Proxy>(fd, *net_policy, [&](const zb::net::NetEvent& e) {
+      std::string where = e.host + ":" + std::to_string(e.port);
+      if (log::debug_enabled()) log::debug(std::string("net: ") + (e.allowed ? "allow " : "deny ") + where + (e.reason.empty() ? "" : " (" + e.reason + ")"));
+      status.net(e.host, e.port, e.allowed, e.reason);
+      if (!e.allowed) {
+        std::lock_guard<std::mutex> lock(denied_mutex);
+        ++denied[where];
+      }
+    });
+    proxy->start();
+  };
+  auto res = zb::exec::run_sandbox(spec, [&](long pid) { status.child_started(pid); },
+                                   net_policy ? std::function<void(int)>(on_listener) : std::function<void(int)>());
+  if (proxy) {
+    proxy->stop();
+    std::lock_guard<std::mutex> lock(denied_mutex);
+    if (!denied.empty()) {
+      unsigned total = 0;
+      std::string list;
+      std::size_t shown = 0;
+      for (const auto& [where, n] : denied) {
+        total += n;
+        if (shown++ < 5) list += (list.empty() ? "" : ", ") + where + (n > 1 ? " (" + std::to_string(n) + "x)" : "");
+      }
+      if (denied.size() > 5) list += ", ...";
+      log::warning("blocked " + std::to_string(total) + (total == 1 ? " connection: " : " connections: ") + list);
+    }
+  }
   for (const auto& n : res.notes) log::debug(n);
   if (res.outcome == zb::exec::Outcome::SetupFailed) return setup_failed(status, res.message);
   for (const auto& line : zb::exec::move_created_aside(fs.absent_protected)) {

@@ -4,10 +4,12 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -28,8 +30,8 @@ namespace {
 
 // The child side, from clone() to run_init(). Everything it touches was allocated by the
 // supervisor before clone(); failures go to the report pipe as {step, index, errno}.
-[[noreturn]] void child_main(const SandboxSpec& s, int sync_fd, int report_fd, char* const* argv, char* const* envp,
-                             char* const* candidates) {
+[[noreturn]] void child_main(const SandboxSpec& s, int sync_fd, int report_fd, int proxy_fd, char* const* argv,
+                             char* const* envp, char* const* candidates) {
   ::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
   // Wait for the uid/gid maps. EOF means the supervisor is gone.
   char go = 0;
@@ -48,6 +50,13 @@ namespace {
   if (s.new_net && bring_up_loopback() != 0) {
     send_msg(report_fd, k_msg_setup_failed, k_step_loopback, -1, errno, 0);
     ::_exit(1);
+  }
+  if (proxy_fd >= 0) {
+    if (send_proxy_listener(proxy_fd, s.proxy_port) != 0) {
+      send_msg(report_fd, k_msg_setup_failed, k_step_proxy, -1, errno, 0);
+      ::_exit(1);
+    }
+    ::close(proxy_fd);
   }
   overlay::MountFailure mf;
   overlay::MountReport mr;
@@ -135,6 +144,7 @@ std::string step_text(const SandboxSpec& s, const ChildMsg& m) {
              ": " + why;
     case k_step_seccomp: return "load the seccomp filter: " + why;
     case k_step_fork: return "start the command's process: " + why;
+    case k_step_proxy: return "listen for the proxy inside the network namespace: " + why;
     default: return "set up the sandbox: " + why;
   }
 }
@@ -157,7 +167,8 @@ long command_host_pid(pid_t init) {
 
 }  // namespace
 
-SandboxResult run_sandbox(const SandboxSpec& spec, const std::function<void(long)>& on_started) {
+SandboxResult run_sandbox(const SandboxSpec& spec, const std::function<void(long)>& on_started,
+                          const std::function<void(int)>& on_proxy_listener) {
   SandboxResult res;
   std::vector<char*> argv = cstrings(spec.argv);
   std::vector<char*> envp = cstrings(spec.env);
@@ -169,6 +180,16 @@ SandboxResult run_sandbox(const SandboxSpec& spec, const std::function<void(long
     return res;
   }
   UniqueFd sync_r(sync[0]), sync_w(sync[1]), report_r(report[0]), report_w(report[1]);
+  UniqueFd proxy_parent, proxy_child;
+  if (spec.proxy_port != 0) {
+    int sp[2];
+    if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) != 0) {
+      res.message = std::string("socketpair: ") + std::strerror(errno);
+      return res;
+    }
+    proxy_parent.reset(sp[0]);
+    proxy_child.reset(sp[1]);
+  }
 
   unsigned long flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP;
   if (spec.new_net) flags |= CLONE_NEWNET;
@@ -183,12 +204,17 @@ SandboxResult run_sandbox(const SandboxSpec& spec, const std::function<void(long
   long pid = ::syscall(SYS_clone, flags | SIGCHLD, nullptr, nullptr, nullptr, nullptr);
   if (pid == 0) {
     ::sigprocmask(SIG_SETMASK, &old_mask, nullptr);
-    // Keep only the two pipe ends the child uses (and stdio).
-    int keep_a = std::min(sync_r.get(), report_w.get()), keep_b = std::max(sync_r.get(), report_w.get());
-    if (keep_a > 3) ::syscall(SYS_close_range, 3U, static_cast<unsigned>(keep_a - 1), 0U);
-    if (keep_b > keep_a + 1) ::syscall(SYS_close_range, static_cast<unsigned>(keep_a + 1), static_cast<unsigned>(keep_b - 1), 0U);
-    ::syscall(SYS_close_range, static_cast<unsigned>(keep_b + 1), ~0U, 0U);
-    child_main(spec, sync_r.get(), report_w.get(), argv.data(), envp.data(), cands.data());
+    // Keep only the fds the child uses (and stdio).
+    int keep[3] = {sync_r.get(), report_w.get(), proxy_child.get()};
+    std::sort(std::begin(keep), std::end(keep));
+    unsigned next = 3;
+    for (int k : keep) {
+      if (k < 0) continue;
+      if (static_cast<unsigned>(k) > next) ::syscall(SYS_close_range, next, static_cast<unsigned>(k - 1), 0U);
+      next = static_cast<unsigned>(k) + 1;
+    }
+    ::syscall(SYS_close_range, next, ~0U, 0U);
+    child_main(spec, sync_r.get(), report_w.get(), proxy_child.get(), argv.data(), envp.data(), cands.data());
   }
   int clone_err = errno;
   if (pid < 0) {
@@ -213,6 +239,20 @@ SandboxResult run_sandbox(const SandboxSpec& spec, const std::function<void(long
   }
   (void)!::write(sync_w.get(), "1", 1);
   sync_w.reset();
+  if (proxy_parent) {
+    // The child sends the socket right after bringing up lo; if it fails first, its end
+    // closes and the report pipe says why.
+    proxy_child.reset();
+    int listener = receive_proxy_listener(proxy_parent.get());
+    proxy_parent.reset();
+    if (listener >= 0) {
+      if (on_proxy_listener) {
+        on_proxy_listener(listener);
+      } else {
+        ::close(listener);
+      }
+    }
+  }
 
   // Messages are checked against the order init sends them in: a forged or garbled
   // message cannot turn a run into a setup error or a second start.

@@ -25,6 +25,9 @@ struct SandboxSpec {
   std::vector<std::string> env;
   std::vector<std::string> exec_candidates;  // argv[0], or each PATH dir + "/" + argv[0]
   bool new_net = true;
+  // Filtered mode: the child listens on 127.0.0.1:proxy_port in its network namespace
+  // and hands the socket to run_sandbox, which passes it to on_proxy_listener.
+  unsigned short proxy_port = 0;
   LandlockPlan landlock;
   std::span<const sock_filter> seccomp;  // empty: no filter
   // false: return as soon as the command's status is known and nothing else was left
@@ -45,7 +48,9 @@ struct SandboxResult {
   std::vector<std::string> notes;  // for --debug
 };
 
-// Runs the command; `on_started` gets the command's host pid once it is about to exec.
-SandboxResult run_sandbox(const SandboxSpec& spec, const std::function<void(long)>& on_started);
+// Runs the command; `on_started` gets the command's host pid once it is about to exec,
+// `on_proxy_listener` (filtered mode) the listening socket, before the command starts.
+SandboxResult run_sandbox(const SandboxSpec& spec, const std::function<void(long)>& on_started,
+                          const std::function<void(int)>& on_proxy_listener = {});
 
 }  // namespace zb::exec

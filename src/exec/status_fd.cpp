@@ -34,6 +34,7 @@ bool StatusFd::valid(int fd, std::string& why) {
 }
 
 void StatusFd::write_line(const std::string& json) {
+  std::lock_guard<std::mutex> lock(m_mutex);
   if (m_fd < 0) return;
   std::string line = json + "\n";
   // Events must never hold the supervisor up for long: a reader that stops reading
@@ -63,7 +64,13 @@ void StatusFd::session(const std::string& id, const std::string& state, long cha
              R"(","changes":)" + std::to_string(changes) + "}");
 }
 
+void StatusFd::net(const std::string& host, unsigned port, bool allowed, const std::string& reason) {
+  write_line(R"({"v":1,"event":"net","host":")" + json_escape(host) + R"(","port":)" + std::to_string(port) +
+             R"(,"action":")" + (allowed ? "allow" : "deny") + R"(","reason":")" + json_escape(reason) + "\"}");
+}
+
 void StatusFd::close() {
+  std::lock_guard<std::mutex> lock(m_mutex);
   if (m_fd >= 0) ::close(m_fd);
   m_fd = -1;
 }

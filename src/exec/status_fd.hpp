@@ -1,6 +1,7 @@
 // --status-fd: lifecycle events as JSON Lines (protocol version 1, CLI.md).
 #pragma once
 
+#include <mutex>
 #include <string>
 
 namespace zb::exec {
@@ -20,6 +21,8 @@ class StatusFd {
   void child_started(long pid);
   void child_exit_code(int code);
   void child_exit_signal(int sig);
+  // Filtered mode: one proxy decision (called from the proxy's thread).
+  void net(const std::string& host, unsigned port, bool allowed, const std::string& reason);
   // After child_exit, for runs that record a session.
   void session(const std::string& id, const std::string& state, long changes);
   // Closes the fd: the reader sees EOF after the last event.
@@ -30,6 +33,7 @@ class StatusFd {
  private:
   void write_line(const std::string& json);
   int m_fd = -1;
+  std::mutex m_mutex;  // events come from the main thread and the proxy's
 };
 
 // Escapes a string for a JSON string literal (control characters as \u00XX; bytes that

@@ -244,9 +244,10 @@ Result<void> finalize(Policy& p, const Caller& c) {
       return fail_msg("working directory " + log::quote(p.cwd) + " is inside denied path " + log::quote(d));
     }
   }
+  if (p.net == NetMode::Host && !p.deny_net.empty()) p.allow_net_all = true;
   if (!p.allow_net.empty() || !p.deny_net.empty() || !p.secrets.empty()) p.net = NetMode::Filtered;
-  if (p.net == NetMode::Filtered && !p.no_sandbox) {
-    return fail_msg("filtered network (--allow-net=DOMAINS, --deny-net, --secret) is not available in this build");
+  if (!p.secrets.empty() && !p.no_sandbox) {
+    return fail_msg("secrets (--secret, --secret-file) are not available in this build");
   }
   if (p.snapshot != SnapshotMode::Off) {
     if (auto r = tracked_roots(p, at_cwd); !r) return r;
@@ -503,6 +504,16 @@ std::vector<std::string> build_env(const Policy& p, const Caller& c) {
     }
   }
   for (const auto& k : p.deny_env) env.erase(k);
+  if (p.net == NetMode::Filtered && !p.no_sandbox) {
+    // Every client that honours proxy variables goes through zerobox's proxy; the rest
+    // reach nothing (the namespace has only lo). Node 20's fetch ignores them; Node 24
+    // honours them with NODE_USE_ENV_PROXY=1.
+    std::string url = "http://127.0.0.1:" + std::to_string(k_proxy_port);
+    for (const char* k : {"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"}) env[k] = url;
+    env["NO_PROXY"] = "";
+    env["no_proxy"] = "";
+    env["NODE_USE_ENV_PROXY"] = "1";
+  }
   for (const auto& kv : p.env_set) env[kv.first] = kv.second;
   std::vector<std::string> out;
   out.reserve(env.size());

@@ -37,6 +37,10 @@ const std::vector<std::string>& protected_read_paths();
 const std::vector<std::string>& system_read_paths();
 
 // The filesystem view, in absolute canonical host paths.
+// Filtered mode: the port zerobox's proxy listens on inside the sandbox's network
+// namespace (a fresh one, so nothing else can hold it).
+inline constexpr unsigned short k_proxy_port = 3128;
+
 struct FsRules {
   bool read_restricted = false;
   std::vector<std::string> readable;      // roots to expose when read_restricted

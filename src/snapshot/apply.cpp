@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <signal.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -66,9 +67,10 @@ State side(const Change& c, bool after) {
 }
 
 // What accept writes: setuid and setgid are never carried onto the real filesystem.
-std::uint32_t written_mode(const State& s) {
-  return s.type == FileType::Regular ? (s.mode & 01777u) : (s.mode & 07777u);
-}
+// The journal never holds a setuid or setgid bit made by a sandboxed command (the journal
+// strips them), so what it says is what is written: a restore puts back the host's own
+// files exactly as they were.
+std::uint32_t written_mode(const State& s) { return s.mode & 07777u; }
 
 std::int64_t mtime_of(const struct stat& st) {
   return static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
@@ -184,12 +186,9 @@ Result<std::string> read_link_at(int dirfd, const std::string& name, const std::
 Result<bool> at_state(store::Store& store, Tree& tree, const std::string& p, const Observed& o, const State& s, bool written) {
   if (!s.type) return !o.exists;
   if (!o.exists || o.type != s.type) return false;
-  // setuid and setgid never count: accept drops them, so the journal's after-state may
-  // hold them while the file on disk, correctly, does not.
   (void)written;
-  std::uint32_t strip = s.type == FileType::Regular ? 06000u : 0u;
-  std::uint32_t want = s.mode & 07777u & ~strip;
-  std::uint32_t have = o.st.st_mode & 07777u & ~strip;
+  std::uint32_t want = s.mode & 07777u;
+  std::uint32_t have = o.st.st_mode & 07777u;
   switch (*s.type) {
     case FileType::Directory: return true;  // modes of directories are settled last
     case FileType::Symlink: {
@@ -316,7 +315,7 @@ Result<void> set_meta_at(int dirfd, const std::string& name, const State& s, con
   if (is_root() && s.opt_uid) {
     if (::fchownat(dirfd, name.c_str(), s.uid, s.gid, AT_SYMLINK_NOFOLLOW) != 0) return fail("chown " + log::quote(shown));
   }
-  if (chmod_it && ::fchmodat(dirfd, name.c_str(), written_mode(s), 0) != 0) return fail("chmod " + log::quote(shown));
+  if (chmod_it && ::fchmodat(dirfd, name.c_str(), written_mode(s), AT_SYMLINK_NOFOLLOW) != 0) return fail("chmod " + log::quote(shown));
   struct timespec ts[2];
   ts[0].tv_sec = s.mtime_ns / 1000000000;
   ts[0].tv_nsec = s.mtime_ns % 1000000000;
@@ -337,9 +336,46 @@ Result<void> replace_with(int dirfd, const std::string& tmp, const std::string& 
   return {};
 }
 
+// An unprivileged caller's own read-only directory (a Go module cache, a `chmod 555`)
+// is made writable for one change and given its mode back; root needs no such help.
+class WritableParent {
+ public:
+  WritableParent(Tree& tree, const std::string& target) {
+    if (::geteuid() == 0) return;
+    std::string dir = path::parent(target);
+    auto r = tree.root_of(target);
+    if (!r || dir == tree.roots()[*r] || !path::is_under(dir, tree.roots()[*r])) return;
+    auto root = tree.root_fd(*r);
+    if (!root) return;
+    const std::string& rp = tree.roots()[*r];
+    std::string rel = rp == "/" ? dir.substr(1) : dir.substr(rp.size() + 1);
+    auto slash = rel.rfind('/');
+    std::string pdir = slash == std::string::npos ? "." : rel.substr(0, slash);
+    m_name = slash == std::string::npos ? rel : rel.substr(slash + 1);
+    long fd = pdir == "." ? ::fcntl(*root, F_DUPFD_CLOEXEC, 0) : openat2_call(*root, pdir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC, k_beneath);
+    if (fd < 0) return;
+    m_fd.reset(static_cast<int>(fd));
+    struct stat st {};
+    if (::fstatat(m_fd.get(), m_name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode)) return;
+    if ((st.st_mode & 0300) == 0300 || st.st_uid != ::geteuid()) return;
+    if (::fchmodat(m_fd.get(), m_name.c_str(), (st.st_mode & 07777) | 0300, 0) == 0) m_mode = st.st_mode & 07777;
+  }
+  ~WritableParent() {
+    if (m_mode) ::fchmodat(m_fd.get(), m_name.c_str(), *m_mode, 0);
+  }
+  WritableParent(const WritableParent&) = delete;
+  WritableParent& operator=(const WritableParent&) = delete;
+
+ private:
+  UniqueFd m_fd;
+  std::string m_name;
+  std::optional<mode_t> m_mode;
+};
+
 // Moves one target to its after-state. Directory metadata is queued in `dirs`.
 Result<void> materialize(Tree& tree, const Change& c, const std::string& tmp_tag, const OpenContent& open_content,
                          std::vector<DirMeta>& dirs) {
+  WritableParent writable(tree, c.path);
   State s = side(c, true);
   State before = side(c, false);
   auto par_r = tree.parent(c.path);
@@ -348,8 +384,10 @@ Result<void> materialize(Tree& tree, const Change& c, const std::string& tmp_tag
   const char* name = par.name.c_str();
   struct stat st {};
   bool exists = ::fstatat(par.fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
+  // The full session id: the command cannot know it (the store is masked), so it cannot
+  // plant a file under this name for accept to remove.
   std::string tmp = ".zerobox-tmp-" + std::to_string(c.seq) + "-" + tmp_tag;
-  ::unlinkat(par.fd, tmp.c_str(), 0);  // left by an interrupted run
+  ::unlinkat(par.fd, tmp.c_str(), 0);  // left by an interrupted run (never a directory)
 
   if (!s.type) {
     if (!exists) return {};
@@ -370,7 +408,10 @@ Result<void> materialize(Tree& tree, const Change& c, const std::string& tmp_tag
 
   // A change of mode or owner alone keeps the inode.
   bool same_type = exists && store::file_type_of(st.st_mode) == s.type && before.type == s.type;
-  if (same_type && c.kind == store::ChangeKind::ModeChanged && s.type != FileType::Directory) {
+  // A file with other hard links (perhaps outside the tracked tree) gets a new inode
+  // rather than a chmod that the other names would share.
+  bool shared = exists && S_ISREG(st.st_mode) && st.st_nlink > 1;
+  if (same_type && !shared && c.kind == store::ChangeKind::ModeChanged && s.type != FileType::Directory) {
     if (s.type == FileType::Symlink) return {};
     if (is_root() && s.opt_uid && ::fchownat(par.fd, name, s.uid, s.gid, AT_SYMLINK_NOFOLLOW) != 0) {
       return fail("chown " + log::quote(c.path));
@@ -480,17 +521,27 @@ class Progress {
   std::chrono::steady_clock::time_point m_last{};
 };
 
-bool under_any(const std::string& p, const std::vector<std::string>& roots) {
-  return std::any_of(roots.begin(), roots.end(), [&](const std::string& r) { return path::is_under(p, r); });
-}
 
 // What an intent records: the session a restore undoes, and whether it was forced (a
 // resumed operation must make the same choice).
-std::string intent_data(const std::string& restores, bool force) {
+std::string intent_data(const std::string& restores, bool force, const std::string& tag) {
   nlohmann::json j;
   if (!restores.empty()) j["restores"] = restores;
   j["force"] = force;
+  j["tag"] = tag;
   return j.dump();
+}
+
+Result<std::string> random_tag() {
+  unsigned char b[16];
+  if (::getrandom(b, sizeof b, 0) != static_cast<ssize_t>(sizeof b)) return fail("getrandom");
+  static constexpr std::string_view hex = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : b) {
+    out += hex[c >> 4];
+    out += hex[c & 15];
+  }
+  return out;
 }
 
 Change inverse(const Change& c) {
@@ -510,8 +561,12 @@ Change inverse(const Change& c) {
 
 // Check, optionally capture, then apply every change of a session. The caller holds the
 // session's lock and records the outcome.
-// on_rolled_back runs when a failure was undone completely (the intent is then obsolete).
+// `begin` runs once the checks passed, right before the first write: it records the
+// intent and returns the tag of this operation's temporary names (random, so the command
+// cannot plant a file under one). on_rolled_back runs when a failure was undone
+// completely (the intent is then obsolete).
 Result<ApplyReport> apply_changes(store::Store& store, const store::Session& s, const std::string& verb, const ApplyOptions& opts,
+                                  const std::function<Result<std::string>()>& begin,
                                   const std::function<void()>& on_rolled_back = {}) {
   ApplyReport report;
   auto changes = store.changes(s.id);
@@ -526,7 +581,7 @@ Result<ApplyReport> apply_changes(store::Store& store, const store::Session& s, 
     for (std::size_t i = 0; i < changes->size(); ++i) {
       const Change& c = (*changes)[i];
       progress.tick(i + 1);
-      if (under_any(c.path, policy.protected_paths)) {
+      if (protected_change(c.path, c, policy.protected_paths)) {
         log::warning("not applied: " + log::quote(c.path) + " is protected");
         skip[i] = true;
         checked.push_back({});
@@ -540,6 +595,10 @@ Result<ApplyReport> apply_changes(store::Store& store, const store::Session& s, 
   }
   if (!report.conflicts.empty() && !opts.force) return report;
 
+  auto begun = begin();
+  if (!begun) return std::unexpected(begun.error());
+  std::string tag = *begun;
+
   // Forced: what is really there becomes the before-state, so an undo returns to it.
   for (std::size_t i = 0; i < changes->size(); ++i) {
     if (skip[i] || checked[i].where != Where::Conflict) continue;
@@ -548,10 +607,12 @@ Result<ApplyReport> apply_changes(store::Store& store, const store::Session& s, 
     if (auto r = store.set_change_old(s.id, c); !r) return std::unexpected(r.error());
     crash_point();
   }
+  if (!report.conflicts.empty()) {
+    if (auto r = store.sync(); !r) return std::unexpected(r.error());
+  }
   for (const auto& c : report.conflicts) log::warning("overwriting (--force): " + c);
   report.conflicts.clear();
 
-  std::string tag = s.id.substr(0, 8);
   OpenContent from_blob = [&](const State& st) -> Result<UniqueFd> {
     auto b = store.open_blob(st.blob);
     if (!b) return fail("the content of a change is missing from the store (blob " + st.blob + ")", b.error().err);
@@ -594,7 +655,8 @@ Result<ApplyReport> apply_changes(store::Store& store, const store::Session& s, 
     ++report.applied;
   }
   if (auto r = settle_dirs(tree, dirs); !r) return std::unexpected(r.error());
-  for (std::size_t i = 0; i < tree.roots().size(); ++i) {
+  // Durable once, at the end, rather than an fsync per file.
+  for (std::size_t i = 0; report.applied > 0 && i < tree.roots().size(); ++i) {
     if (auto fd = tree.root_fd(i); fd) {
       UniqueFd f(::openat(*fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
       if (f) ::syncfs(f.get());
@@ -630,16 +692,19 @@ std::string state_name(store::SessionState s) { return std::string(store::to_str
 
 Result<ApplyReport> apply_locked(store::Store& store, const store::Session& s, const ApplyOptions& opts) {
   // The check runs first and writes nothing; the intent is recorded before the first write.
-  auto intent = store.add_intent(s.id, "accept", intent_data("", opts.force));
-  if (!intent) return std::unexpected(intent.error());
-  crash_point();
-  auto report = apply_changes(store, s, "accepting", opts, [&] { (void)store.remove_intent(*intent); });
-  if (!report) return report;
-  if (!report->conflicts.empty()) {
-    if (auto r = store.remove_intent(*intent); !r) return std::unexpected(r.error());
-    return report;
-  }
-  if (auto r = finish_accept(store, s.id, *intent); !r) return std::unexpected(r.error());
+  std::int64_t intent = -1;
+  auto begin = [&]() -> Result<std::string> {
+    auto tag = random_tag();
+    if (!tag) return tag;
+    auto id = store.add_intent(s.id, "accept", intent_data("", opts.force, *tag));
+    if (!id) return std::unexpected(id.error());
+    intent = *id;
+    crash_point();
+    return tag;
+  };
+  auto report = apply_changes(store, s, "accepting", opts, begin, [&] { (void)store.remove_intent(intent); });
+  if (!report || !report->conflicts.empty()) return report;
+  if (auto r = finish_accept(store, s.id, intent); !r) return std::unexpected(r.error());
   return report;
 }
 
@@ -688,34 +753,41 @@ Result<ApplyReport> restore_session(store::Store& store, const std::string& id, 
   auto r_lock = store.lock_session(r_session->id);
   if (!r_lock) return std::unexpected(r_lock.error());
   std::vector<Change> inv;
+  std::vector<std::string> refs;
   inv.reserve(changes->size());
   for (auto it = changes->rbegin(); it != changes->rend(); ++it) {
     Change c = inverse(*it);
     for (auto* b : {&c.old_blob, &c.new_blob}) {
-      if (*b && !(*b)->empty()) {
-        if (auto r = store.retain_blob(**b); !r) return std::unexpected(r.error());
-      }
+      if (*b && !(*b)->empty()) refs.push_back(**b);
     }
     inv.push_back(std::move(c));
   }
+  if (auto r = store.retain_blobs(refs); !r) return std::unexpected(r.error());
   if (auto r = store.add_changes(r_session->id, inv); !r) return std::unexpected(r.error());
-  auto intent = store.add_intent(r_session->id, "restore", intent_data(id, opts.force));
-  if (!intent) return std::unexpected(intent.error());
-  crash_point();
   auto fresh = store.get_session(r_session->id);
   if (!fresh || !*fresh) return std::unexpected(fresh ? SysError{"journal: restore session vanished", 0} : fresh.error());
-  auto report = apply_changes(store, **fresh, "restoring", opts, [&] {
-    (void)store.remove_intent(*intent);
-    (void)store.remove_session(std::move(*r_lock));
+  std::int64_t intent = -1;
+  auto begin = [&]() -> Result<std::string> {
+    auto tag = random_tag();
+    if (!tag) return tag;
+    auto iid = store.add_intent(r_session->id, "restore", intent_data(id, opts.force, *tag));
+    if (!iid) return std::unexpected(iid.error());
+    intent = *iid;
+    crash_point();
+    return tag;
+  };
+  bool rolled_back = false;
+  auto report = apply_changes(store, **fresh, "restoring", opts, begin, [&] {
+    (void)store.remove_intent(intent);
+    rolled_back = true;
   });
-  if (!report) return report;
-  if (!report->conflicts.empty()) {
-    // Refused: the new session was never applied and is not kept.
-    if (auto r = store.remove_intent(*intent); !r) return std::unexpected(r.error());
-    if (auto r = store.remove_session(std::move(*r_lock)); !r) return std::unexpected(r.error());
+  if (!report || !report->conflicts.empty()) {
+    // Refused, failed before any write, or rolled back: the new session was never
+    // applied and is not kept. Failed half-way: kept, with its intent, for recovery.
+    if (intent < 0 || rolled_back) (void)store.remove_session(std::move(*r_lock));
     return report;
   }
-  if (auto r = finish_restore(store, r_session->id, id, *intent); !r) return std::unexpected(r.error());
+  if (auto r = finish_restore(store, r_session->id, id, intent); !r) return std::unexpected(r.error());
   report->session = r_session->id;
   return report;
 }
@@ -791,12 +863,22 @@ Result<std::vector<std::string>> recover_interrupted(store::Store& store) {
     // store unusable.
     auto data = nlohmann::json::parse(in.data, nullptr, false);
     ApplyOptions opts;
-    std::string restored;
+    std::string restored, tag;
     if (data.is_object()) {
       opts.force = data.value("force", false);
       restored = data.value("restores", std::string());
+      tag = data.value("tag", std::string());
     }
-    auto report = apply_changes(store, **s, "finishing", opts);
+    if (in.op == "accept" && (*s)->state != store::SessionState::Pending) {
+      (void)store.remove_intent(in.id);  // already finished, or given up
+      continue;
+    }
+    if (tag.empty()) {
+      auto t = random_tag();
+      if (!t) return std::unexpected(t.error());
+      tag = *t;
+    }
+    auto report = apply_changes(store, **s, "finishing", opts, [&]() -> Result<std::string> { return tag; });
     if (!report) {
       done.push_back("warning: cannot finish the interrupted " + in.op + " of session " + in.session.substr(0, 12) + " yet: " +
                      report.error().message());

@@ -19,6 +19,8 @@
 #include "util/fd.hpp"
 
 namespace zb::snapshot {
+
+constexpr std::size_t k_max_depth = 2000;
 namespace {
 
 using store::ChangeKind;
@@ -73,6 +75,16 @@ Result<std::optional<struct stat>> stat_at(int dir_fd, const char* name, const s
 
 Result<UniqueFd> open_dir_at(int dir_fd, const char* name, const std::string& what) {
   UniqueFd fd(::openat(dir_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  // An unprivileged command may leave a directory of the upper layer unreadable (mode
+  // 000): the layer is zerobox's own, and the mode was read before this open, so make it
+  // searchable. Never done to the lower (host) tree.
+  if (!fd && errno == EACCES && ::geteuid() != 0 && what.rfind("upper ", 0) == 0) {
+    struct stat st {};
+    if (::fstatat(dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode) && st.st_uid == ::geteuid()) {
+      ::fchmodat(dir_fd, name, (st.st_mode & 07777) | 0700, 0);
+      fd.reset(::openat(dir_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    }
+  }
   if (!fd) return fail("openat " + what);
   return fd;
 }
@@ -175,6 +187,11 @@ class Walker {
   // view does not show the lower directory (opacity), so lower entries without an upper
   // counterpart are deleted.
   Result<void> walk_dir(int upper, int lower, bool hidden, const std::string& rel) {
+    // The walk recurses (about 2 KiB of stack a level): a command that nests thousands of
+    // directories gets a clear error, not a crash of zerobox.
+    if (static_cast<std::size_t>(std::count(rel.begin(), rel.end(), '/')) >= k_max_depth) {
+      return fail_msg("upper " + shown(rel) + ": more than " + std::to_string(k_max_depth) + " nested directories");
+    }
     if (lower >= 0 && hidden) {
       if (auto r = delete_hidden(upper, lower, rel); !r) return r;
     }

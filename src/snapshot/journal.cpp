@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -26,9 +27,64 @@ namespace {
 // Paths are bytes; JSON wants UTF-8. Non-UTF-8 paths are rare enough in policies that
 // the store's own encoding of lists (base64 objects) is not worth repeating here:
 // invalid bytes are replaced, and such a path simply protects nothing.
+bool valid_utf8(std::string_view s) {
+  std::size_t i = 0;
+  while (i < s.size()) {
+    auto c = static_cast<unsigned char>(s[i]);
+    std::size_t n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+    if (n == 0 || i + n > s.size()) return false;
+    for (std::size_t k = 1; k < n; ++k) {
+      if ((static_cast<unsigned char>(s[i + k]) >> 6) != 2) return false;
+    }
+    i += n;
+  }
+  return true;
+}
+
+constexpr std::string_view k_b64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+std::string base64(std::string_view in) {
+  std::string out;
+  for (std::size_t i = 0; i < in.size(); i += 3) {
+    std::uint32_t v = static_cast<std::uint32_t>(static_cast<unsigned char>(in[i])) << 16;
+    if (i + 1 < in.size()) v |= static_cast<std::uint32_t>(static_cast<unsigned char>(in[i + 1])) << 8;
+    if (i + 2 < in.size()) v |= static_cast<unsigned char>(in[i + 2]);
+    out += k_b64[(v >> 18) & 63];
+    out += k_b64[(v >> 12) & 63];
+    out += i + 1 < in.size() ? k_b64[(v >> 6) & 63] : '=';
+    out += i + 2 < in.size() ? k_b64[v & 63] : '=';
+  }
+  return out;
+}
+
+std::string unbase64(std::string_view in) {
+  std::string out;
+  std::uint32_t v = 0;
+  int bits = 0;
+  for (char ch : in) {
+    auto pos = k_b64.find(ch);
+    if (pos == std::string_view::npos) break;
+    v = (v << 6) | static_cast<std::uint32_t>(pos);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out += static_cast<char>((v >> bits) & 0xff);
+    }
+  }
+  return out;
+}
+
+// Paths are bytes: one that is not UTF-8 is kept as {"b64": "..."}, never mangled (a
+// protected path that no longer matched would protect nothing).
 nlohmann::json to_array(const std::vector<std::string>& v) {
   nlohmann::json a = nlohmann::json::array();
-  for (const auto& s : v) a.push_back(s);
+  for (const auto& s : v) {
+    if (valid_utf8(s)) {
+      a.push_back(s);
+    } else {
+      a.push_back(nlohmann::json{{"b64", base64(s)}});
+    }
+  }
   return a;
 }
 
@@ -36,14 +92,15 @@ std::vector<std::string> from_array(const nlohmann::json& j, const char* key) {
   std::vector<std::string> out;
   if (!j.contains(key) || !j[key].is_array()) return out;
   for (const auto& e : j[key]) {
-    if (e.is_string()) out.push_back(e.get<std::string>());
+    if (e.is_string()) {
+      out.push_back(e.get<std::string>());
+    } else if (e.is_object() && e.contains("b64") && e["b64"].is_string()) {
+      out.push_back(unbase64(e["b64"].get<std::string>()));
+    }
   }
   return out;
 }
 
-bool under_any(const std::string& p, const std::vector<std::string>& roots) {
-  return std::any_of(roots.begin(), roots.end(), [&](const std::string& r) { return path::is_under(p, r); });
-}
 
 Result<UniqueFd> open_beneath(int dirfd, const std::string& rel, int flags, const std::string& shown) {
   struct open_how how {};
@@ -97,6 +154,17 @@ bool empty_dir(const std::string& p) {
 
 }  // namespace
 
+// A change to a protected path, or one that puts a file or symlink where a protected
+// path's parent belongs (a `.git` file or symlink would point git at another config and
+// hooks; a `.config` symlink would move `.config/fish`).
+bool protected_change(const std::string& abs, const Change& c, const std::vector<std::string>& protected_paths) {
+  for (const auto& p : protected_paths) {
+    if (path::is_under(abs, p)) return true;
+    if (c.new_type && *c.new_type != FileType::Directory && path::is_under(p, abs)) return true;
+  }
+  return false;
+}
+
 std::string SessionPolicy::to_json() const {
   nlohmann::json j;
   j["tracked"] = to_array(tracked);
@@ -135,6 +203,13 @@ Result<void> remove_tree(const std::string& p) {
 
 Result<JournalStats> journal_session(store::Store& store, const store::Session& session, const SessionPolicy& policy) {
   JournalStats stats;
+  // The walk holds two or three fds per level of the deepest directory the command made:
+  // use the hard limit, not the (often 1024) soft one. The sandbox is gone by now.
+  struct rlimit rl {};
+  if (::getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+    rl.rlim_cur = rl.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &rl);
+  }
   auto excludes = Excludes::compile(policy.exclude);
   if (!excludes) return std::unexpected(excludes.error());
   std::string sdir = store.session_dir(session.id);
@@ -166,7 +241,7 @@ Result<JournalStats> journal_session(store::Store& store, const store::Session& 
     auto sink = [&](const ScannedChange& sc) -> Result<void> {
       const std::string& rel = sc.change.path;
       std::string abs = path::join(root, rel);
-      if (under_any(abs, policy.protected_paths)) {
+      if (protected_change(abs, sc.change, policy.protected_paths)) {
         ++stats.dropped;
         if (dropped_tops.empty() || !path::is_under(abs, dropped_tops.back())) {
           dropped_tops.push_back(abs);
@@ -178,6 +253,15 @@ Result<JournalStats> journal_session(store::Store& store, const store::Session& 
       bool is_dir = sc.change.new_type ? sc.change.new_type == FileType::Directory : sc.change.old_type == FileType::Directory;
       Change c = sc.change;
       c.path = abs;
+      // setuid and setgid made inside the sandbox never reach the journal, so no accept,
+      // restore or redo can put them on the host.
+      if (c.new_type && *c.new_type != FileType::Directory && c.new_mode && (*c.new_mode & 06000u) != 0) {
+        log::warning("dropped the setuid/setgid bits of " + log::quote(abs));
+        *c.new_mode &= ~06000u;
+        if (c.kind == store::ChangeKind::ModeChanged && c.new_mode == c.old_mode && c.new_uid == c.old_uid && c.new_gid == c.old_gid) {
+          return {};
+        }
+      }
       if (!excludes->empty() && excludes->matches(rel_base, is_dir)) {
         excluded.emplace_back(std::move(c), upper + "/" + rel);
         return {};
@@ -195,7 +279,23 @@ Result<JournalStats> journal_session(store::Store& store, const store::Session& 
         std::string name = slash == std::string::npos ? rel : rel.substr(slash + 1);
         auto d = dir == "." ? Result<UniqueFd>(UniqueFd(::dup(upper_fd.get()))) : open_beneath(upper_fd.get(), dir, O_PATH | O_DIRECTORY, upper + "/" + dir);
         if (!d) return std::unexpected(d.error());
+        // The command may have left its directories read-only or its file unreadable
+        // (Go's module cache does): zerobox owns the upper layer, and the modes are
+        // already recorded.
+        if (::geteuid() != 0) {
+          std::string parent_rel = dir == "." ? "" : dir;
+          struct stat pst {};
+          if (::fstatat(upper_fd.get(), parent_rel.empty() ? "." : parent_rel.c_str(), &pst, AT_SYMLINK_NOFOLLOW) == 0 &&
+              (pst.st_mode & 0700) != 0700) {
+            ::fchmodat(upper_fd.get(), parent_rel.empty() ? "." : parent_rel.c_str(), (pst.st_mode & 07777) | 0700, 0);
+          }
+        }
+        // An unreadable file (mode 000) is made readable for the move, and given its mode
+        // back in case other hard links keep the inode.
+        bool unreadable = ::geteuid() != 0 && ::faccessat(d->get(), name.c_str(), R_OK, AT_SYMLINK_NOFOLLOW) != 0;
+        if (unreadable) ::fchmodat(d->get(), name.c_str(), 0600, 0);
         auto b = store.put_blob_by_rename(d->get(), name);
+        if (unreadable && c.new_mode) ::fchmodat(d->get(), name.c_str(), *c.new_mode, 0);
         if (!b) return std::unexpected(b.error());
         c.new_blob = b->hash;
       }
@@ -210,6 +310,10 @@ Result<JournalStats> journal_session(store::Store& store, const store::Session& 
       if (auto r = apply_from_file(root, c, content); !r) return std::unexpected(r.error());
       ++stats.excluded;
     }
+  }
+  // The pre-images must be durable before anything is applied (or the layers removed).
+  if (stats.changes > 0 || stats.excluded > 0) {
+    if (auto r = store.sync(); !r) return std::unexpected(r.error());
   }
   if (auto r = remove_tree(sdir + "/upper"); !r) return std::unexpected(r.error());
   if (auto r = remove_tree(sdir + "/work"); !r) return std::unexpected(r.error());

@@ -37,6 +37,10 @@ struct SessionPolicy {
   static SessionPolicy from_json(const std::string& text);  // empty policy on bad input
 };
 
+// True for a change to a protected path, or one that puts a file or symlink where a
+// protected path's parent directory belongs. Such changes are never applied.
+bool protected_change(const std::string& abs, const store::Change& c, const std::vector<std::string>& protected_paths);
+
 struct JournalStats {
   std::int64_t changes = 0;   // journaled
   std::int64_t excluded = 0;  // applied directly

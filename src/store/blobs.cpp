@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <memory>
@@ -41,8 +42,51 @@ Result<Digest> hash_stream(int fd, int out_fd, const std::string& shown_in, cons
   XXH3_128bits_reset(state.get());
   std::vector<char> buf(k_chunk);
   Digest d;
+  // A regular file's holes are skipped, not read: a 16 TiB sparse file costs what its
+  // data costs. A hole enters the key as its length, not as its zeros, so the key of a
+  // sparse file is not the plain XXH3 of its bytes; blobs are compared byte for byte
+  // before they are shared anyway (install_blob).
+  struct stat in_st {};
+  bool sparse_aware = ::fstat(fd, &in_st) == 0 && S_ISREG(in_st.st_mode);
+  off_t data_end = -1;  // where the current data range ends (a hole starts)
   for (;;) {
-    ssize_t n = ::read(fd, buf.data(), buf.size());
+    if (sparse_aware && data_end >= 0) {
+      off_t pos = ::lseek(fd, 0, SEEK_CUR);
+      if (pos >= data_end) data_end = -1;
+    }
+    if (sparse_aware && data_end < 0) {
+      off_t pos = ::lseek(fd, 0, SEEK_CUR);
+      off_t next = pos < 0 ? -1 : ::lseek(fd, pos, SEEK_DATA);
+      if (pos >= 0 && next < 0 && errno == ENXIO) next = std::max<off_t>(pos, ::lseek(fd, 0, SEEK_END));
+      if (pos < 0 || next < 0) {
+        sparse_aware = false;  // SEEK_DATA unsupported: read everything
+        if (pos >= 0) ::lseek(fd, pos, SEEK_SET);
+      } else {
+        if (next > pos) {
+          std::uint64_t hole = static_cast<std::uint64_t>(next - pos);
+          const char marker[8] = {'\0', 'z', 'b', 'h', 'o', 'l', 'e', '\0'};
+          XXH3_128bits_update(state.get(), marker, sizeof marker);
+          XXH3_128bits_update(state.get(), &hole, sizeof hole);
+          d.size += next - pos;
+          if (out_fd >= 0 && ::lseek(out_fd, next - pos, SEEK_CUR) < 0) return fail("lseek " + shown_out);
+        }
+        ::lseek(fd, next, SEEK_SET);
+        data_end = ::lseek(fd, next, SEEK_HOLE);
+        ::lseek(fd, next, SEEK_SET);
+        if (data_end <= next) data_end = -1;
+        if (data_end < 0) {
+          // At EOF (or a file that shrank): nothing more to read.
+          struct stat now {};
+          if (::fstat(fd, &now) == 0 && next >= now.st_size) break;
+        }
+      }
+    }
+    std::size_t want = buf.size();
+    if (sparse_aware && data_end >= 0) {
+      off_t pos = ::lseek(fd, 0, SEEK_CUR);
+      want = static_cast<std::size_t>(std::min<off_t>(static_cast<off_t>(want), data_end - pos));
+    }
+    ssize_t n = ::read(fd, buf.data(), want);
     if (n < 0) {
       if (errno == EINTR) continue;
       return fail("read " + shown_in);
@@ -53,7 +97,7 @@ Result<Digest> hash_stream(int fd, int out_fd, const std::string& shown_in, cons
     d.size += n;
     // A chunk of zeros becomes a hole: a sparse pre-image (a disk image, a 1 GiB
     // truncate) costs no space in the store.
-    if (out_fd >= 0 && len == buf.size() && buf[0] == 0 && std::memcmp(buf.data(), buf.data() + 1, len - 1) == 0) {
+    if (out_fd >= 0 && len == buf.size() && !sparse_aware && buf[0] == 0 && std::memcmp(buf.data(), buf.data() + 1, len - 1) == 0) {
       if (::lseek(out_fd, n, SEEK_CUR) < 0) return fail("lseek " + shown_out);
       continue;
     }
@@ -153,32 +197,98 @@ void unlink_blob_files(int blobs_fd, const std::vector<std::string>& hashes) {
 
 }  // namespace detail
 
+namespace {
+
+// True when two files hold the same bytes (sizes first, then a bounded buffer).
+Result<bool> same_bytes(int a, int b) {
+  struct stat sa {}, sb {};
+  if (::fstat(a, &sa) != 0 || ::fstat(b, &sb) != 0) return fail("fstat blob");
+  if (sa.st_size != sb.st_size) return false;
+  std::vector<char> x(k_chunk), y(k_chunk);
+  for (off_t off = 0; off < sa.st_size;) {
+    // A range that is a hole in both is equal without reading it.
+    off_t da = ::lseek(a, off, SEEK_DATA), db = ::lseek(b, off, SEEK_DATA);
+    if (da < 0) da = sa.st_size;
+    if (db < 0) db = sa.st_size;
+    if (da > off && db > off) {
+      off = std::min(da, db);
+      continue;
+    }
+    ssize_t n = ::pread(a, x.data(), x.size(), off);
+    ssize_t m = ::pread(b, y.data(), y.size(), off);
+    if (n < 0 || m < 0) return fail("read blob");
+    if (n != m) return false;
+    if (n == 0) break;
+    if (std::memcmp(x.data(), y.data(), static_cast<std::size_t>(n)) != 0) return false;
+    off += n;
+  }
+  return true;
+}
+
+// The next name to try after a hash collision: XXH3-128 is not a cryptographic hash, and
+// colliding files can be made on purpose. Each candidate is content-compared, so a
+// planted blob can never stand in for another file's bytes.
+std::string next_key(const std::string& hash, int n) {
+  std::string in = hash + "#" + std::to_string(n);
+  XXH128_hash_t h = XXH3_128bits(in.data(), in.size());
+  XXH128_canonical_t canon;
+  XXH128_canonicalFromHash(&canon, h);
+  static constexpr std::string_view hex = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : canon.digest) {
+    out += hex[c >> 4];
+    out += hex[c & 15];
+  }
+  return out;
+}
+
+}  // namespace
+
 Result<BlobInfo> Store::install_blob(int src_dir_fd, const std::string& src_name, int chmod_fd,
-                                     const std::string& hash, std::int64_t size) {
+                                     const std::string& first_hash, std::int64_t size) {
   auto lock = detail::BlobsLock::acquire(m_blobs_fd.get());
   if (!lock) return std::unexpected(lock.error());
-  std::string sub = hash.substr(0, 2);
-  std::string rest = hash.substr(2);
-  std::string shown = blob_shown(m_dir, hash);
-  bool new_sub = ::mkdirat(m_blobs_fd.get(), sub.c_str(), 0700) == 0;
-  if (!new_sub && errno != EEXIST) return fail("mkdir " + m_dir + "/blobs/" + sub);
-  UniqueFd sub_fd(::openat(m_blobs_fd.get(), sub.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-  if (!sub_fd) return fail("open " + m_dir + "/blobs/" + sub);
-
+  std::string hash = first_hash;
+  std::string sub, rest, shown;
+  UniqueFd sub_fd;
   struct stat st {};
-  if (::fstatat(sub_fd.get(), rest.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
-    // Same hash, same content: keep the blob that is in place, drop the new copy.
+  bool exists = false;
+  for (int attempt = 0;; ++attempt) {
+    if (attempt > 0) hash = next_key(first_hash, attempt);
+    if (attempt > 64) return fail_msg("blob " + first_hash + ": too many hash collisions");
+    sub = hash.substr(0, 2);
+    rest = hash.substr(2);
+    shown = blob_shown(m_dir, hash);
+    if (::mkdirat(m_blobs_fd.get(), sub.c_str(), 0700) != 0 && errno != EEXIST) return fail("mkdir " + m_dir + "/blobs/" + sub);
+    sub_fd.reset(::openat(m_blobs_fd.get(), sub.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!sub_fd) return fail("open " + m_dir + "/blobs/" + sub);
+    if (::fstatat(sub_fd.get(), rest.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+      if (errno != ENOENT) return fail("stat " + shown);
+      exists = false;
+      break;
+    }
+    UniqueFd have(::openat(sub_fd.get(), rest.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+    UniqueFd want(::openat(src_dir_fd, src_name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+    if (!have || !want) return fail("open " + shown);
+    auto same = same_bytes(have.get(), want.get());
+    if (!same) return std::unexpected(same.error());
+    if (*same) {
+      exists = true;
+      break;
+    }
+  }
+  bool new_sub = false;
+  if (exists) {
+    // Same content: keep the blob that is in place, drop the new copy.
     if (::unlinkat(src_dir_fd, src_name.c_str(), 0) != 0 && errno != ENOENT) return fail("unlink " + src_name);
-  } else if (errno == ENOENT) {
+  } else {
     if (chmod_fd >= 0) (void)::fchmod(chmod_fd, 0400);
     if (::renameat(src_dir_fd, src_name.c_str(), sub_fd.get(), rest.c_str()) != 0) {
       return fail("rename " + src_name + " to " + shown);
     }
-    // The rename is durable only once the directories holding it are.
-    if (::fsync(sub_fd.get()) != 0) return fail("fsync " + m_dir + "/blobs/" + sub);
-    if (new_sub && ::fsync(m_blobs_fd.get()) != 0) return fail("fsync " + m_dir + "/blobs");
-  } else {
-    return fail("stat " + shown);
+    // Durability against power loss is Store::sync()'s, once per operation: an fsync
+    // per blob made journaling 10,000 files take a minute on a busy disk.
+    (void)new_sub;
   }
 
   auto st_up = sql::Stmt::prepare(m_db.get(),
@@ -203,7 +313,6 @@ Result<BlobInfo> Store::put_blob_from_fd(int fd) {
   TempFile tmp(m_blobs_fd.get(), name);
   auto d = hash_stream(fd, out.get(), "blob source", shown);
   if (!d) return std::unexpected(d.error());
-  if (::fsync(out.get()) != 0) return fail("fsync " + shown);
   out.reset();
   auto info = install_blob(m_blobs_fd.get(), name, -1, d->hash, d->size);
   if (info) tmp.dismiss();
@@ -232,8 +341,6 @@ Result<BlobInfo> Store::put_blob_by_rename(int dir_fd, const std::string& name) 
 
   auto d = hash_stream(fd.get(), -1, name, "");
   if (!d) return std::unexpected(d.error());
-  // The file may have been written without fsync; it must be durable before it is a blob.
-  if (::fsync(fd.get()) != 0) return fail("fsync " + name);
   auto info = install_blob(dir_fd, name, fd.get(), d->hash, d->size);
   // Same st_dev but different mounts (bind mounts) still refuse rename(2).
   if (!info && info.error().err == EXDEV) return copy_and_unlink();
@@ -249,6 +356,15 @@ Result<void> Store::retain_blob(std::string_view hash) {
   if (auto r = st->bind_text(1, hash).run(); !r) return r;
   if (sqlite3_changes(m_db.get()) == 0) return fail("blob " + std::string(hash), ENOENT);
   return {};
+}
+
+Result<void> Store::retain_blobs(const std::vector<std::string>& hashes) {
+  auto txn = sql::Transaction::begin(m_db.get());
+  if (!txn) return std::unexpected(txn.error());
+  for (const auto& h : hashes) {
+    if (auto r = retain_blob(h); !r) return r;
+  }
+  return txn->commit();
 }
 
 Result<UniqueFd> Store::open_blob(std::string_view hash) {

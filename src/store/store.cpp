@@ -480,7 +480,7 @@ Result<Store> Store::open(const std::string& dir) {
   sqlite3_extended_result_codes(db, 1);
 
   if (auto r = enable_wal(db, journal); !r) return std::unexpected(r.error());
-  if (auto r = sql::exec(db, "PRAGMA foreign_keys = ON; PRAGMA synchronous = FULL"); !r) {
+  if (auto r = sql::exec(db, "PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL"); !r) {
     return fail_msg("journal " + journal + ": " + r.error().message());
   }
   if (auto r = s.migrate(); !r) return fail_msg("journal " + journal + ": " + r.error().message());
@@ -518,6 +518,11 @@ Result<void> Store::migrate() {
   if (!st) return std::unexpected(st.error());
   if (auto r = st->bind_text(1, std::to_string(k_schema_version)).run(); !r) return r;
   return txn->commit();
+}
+
+Result<void> Store::sync() {
+  if (::syncfs(m_dir_fd.get()) != 0) return fail("syncfs " + m_dir);
+  return {};
 }
 
 Result<int> Store::schema_version() { return read_version(m_db.get()); }

@@ -70,7 +70,9 @@
 //     recovery (DESIGN.md invariant 4). Deleted with their session.
 //     Index intents_by_session on intents(session).
 //
-// Connections use WAL, busy_timeout 5000 ms, foreign_keys=ON and synchronous=FULL, and
+// Connections use WAL, busy_timeout 5000 ms, foreign_keys=ON and synchronous=NORMAL (a
+// commit survives a crash of the process; after a power loss the journal is consistent
+// but may miss its last transactions, and Store::sync() makes everything durable), and
 // every write is one BEGIN IMMEDIATE transaction, so many zerobox processes can use the
 // store at once.
 #pragma once
@@ -228,6 +230,9 @@ class Store {
   ~Store();
 
   const std::string& dir() const { return m_dir; }
+  // Flushes the store's file system (syncfs): blobs, their directories and the journal
+  // become durable. Called once at the end of an operation rather than per blob.
+  Result<void> sync();
   // meta.schema_version as stored.
   Result<int> schema_version();
 
@@ -293,7 +298,7 @@ class Store {
 
   // Stores the bytes read from fd (from its current offset to EOF; a pipe works too) and
   // returns the blob with one new reference for the caller. Memory use is bounded. The
-  // content is fsynced, as is its directory, before the journal counts it.
+  // content is not fsynced: call sync() once the operation's blobs are all in.
   Result<BlobInfo> put_blob_from_fd(int fd);
   // Stores the regular file dir_fd/name by moving it into the store (or deleting it, when
   // the content is there already): the file is consumed either way. Falls back to copying
@@ -304,6 +309,8 @@ class Store {
   Result<BlobInfo> put_blob_by_rename(const std::string& path);
   // Adds one reference to an existing blob. ENOENT when the journal has no such blob.
   Result<void> retain_blob(std::string_view hash);
+  // retain_blob for each, in one transaction (all or none).
+  Result<void> retain_blobs(const std::vector<std::string>& hashes);
   // Opens a blob read-only. ENOENT when it is missing.
   Result<UniqueFd> open_blob(std::string_view hash);
   // The journal's row for a blob; nullopt when it has none.

@@ -56,13 +56,29 @@ TEST_CASE("finalize refuses an allow path whose parent is missing, and a cwd ins
   CHECK_FALSE(policy::finalize(m, c));
 }
 
-TEST_CASE("filtered network is refused with a clear message until it lands") {
+TEST_CASE("domain rules mean filtered mode; secrets are refused with a clear message until they land") {
   test::TempDir t;
   auto c = caller_in(t.path(), t.path());
   zerobox::Policy p;
   p.argv = {"true"};
   p.allow_net = {"example.com"};
-  auto r = policy::finalize(p, c);
+  REQUIRE(policy::finalize(p, c));
+  CHECK(p.net == zerobox::NetMode::Filtered);
+  auto env = policy::build_env(p, c);
+  CHECK(has(env, "HTTPS_PROXY=http://127.0.0.1:3128"));
+  CHECK(has(env, "all_proxy=http://127.0.0.1:3128"));
+  CHECK(has(env, "NODE_USE_ENV_PROXY=1"));
+  zerobox::Policy q;
+  q.argv = {"true"};
+  q.net = zerobox::NetMode::Host;  // bare --allow-net
+  q.deny_net = {"evil.com"};
+  REQUIRE(policy::finalize(q, c));
+  CHECK(q.net == zerobox::NetMode::Filtered);
+  CHECK(q.allow_net_all);
+  zerobox::Policy s;
+  s.argv = {"true"};
+  s.secrets = {{"K", "v", {}, {}}};
+  auto r = policy::finalize(s, c);
   REQUIRE_FALSE(r);
   CHECK(r.error().message().find("not available in this build") != std::string::npos);
 }

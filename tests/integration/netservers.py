@@ -1,0 +1,311 @@
+#!/usr/bin/python3
+"""Helpers for t_netfilter.sh: host-side servers and raw in-sandbox proxy clients.
+
+Servers (on the host, 127.0.0.1, random ports):
+  netservers.py serve DIR CERT KEY READYFILE
+      starts, in one process:
+        http   HTTP/1.1 server for DIR (keep-alive), plus
+               GET  /zbint-host     -> "host=<Host header> path=<request target>"
+               GET  /zbint-chunked  -> a chunked response "zbint-chunk-1zbint-chunk-2"
+               POST /zbint-echo     -> the request body (Content-Length or chunked)
+        https  the same over TLS with CERT/KEY
+        echo   raw TCP echo server
+      and writes "HTTP HTTPS ECHO" (the three ports) to READYFILE, atomically.
+      Exits after 120 seconds at the latest.
+
+Clients (inside the sandbox; the proxy is 127.0.0.1:3128 there):
+  raw REQUEST            send REQUEST (Python escapes such as \\r\\n interpreted) to the
+                         proxy, print everything read until EOF (or 10 s)
+  connect AUTH PAYLOAD   "CONNECT AUTH HTTP/1.1"; print the status line; on 200 send
+                         PAYLOAD through the tunnel and print "echo=<what came back>"
+  socks5 NAME PORT PAYLOAD
+                         SOCKS5 CONNECT with a domain name (ATYP 3, NAME escapes
+                         interpreted); print "rep=N"; on success send PAYLOAD, print echo
+  socks5-ip FAMILY ADDR PORT
+                         SOCKS5 CONNECT with an IPv4 (4) or IPv6 (6) address; "rep=N"
+  socks4 ADDR PORT       SOCKS4 CONNECT; print "socks4-reply=N" (or "closed")
+  direct HOST PORT       connect straight to HOST:PORT, ignoring the proxy; print
+                         "connected" and the first bytes answered to a GET, or
+                         "error=<errno name>"
+"""
+import codecs
+import errno
+import functools
+import http.server
+import os
+import signal
+import socket
+import socketserver
+import ssl
+import struct
+import sys
+import threading
+
+PROXY = ("127.0.0.1", 3128)
+
+
+def unescape(s):
+    return codecs.decode(s.encode("latin-1"), "unicode_escape").encode("latin-1")
+
+
+# --- servers ---------------------------------------------------------------------------------
+
+class Handler(http.server.SimpleHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    timeout = 15
+
+    def log_message(self, *a):
+        pass
+
+    def setup(self):
+        if isinstance(self.request, ssl.SSLSocket):
+            self.request.settimeout(10)
+            self.request.do_handshake()
+        super().setup()
+
+    def reply(self, body, ctype="text/plain"):
+        self.send_response(200)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self):
+        if self.path == "/zbint-host":
+            self.reply(("host=%s path=%s" % (self.headers.get("Host"), self.path)).encode())
+        elif self.path == "/zbint-chunked":
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            for part in (b"zbint-chunk-1", b"zbint-chunk-2"):
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(part), part))
+            self.wfile.write(b"0\r\n\r\n")
+        else:
+            super().do_GET()
+
+    def do_POST(self):
+        if self.path != "/zbint-echo":
+            self.send_error(404)
+            return
+        body = b""
+        if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
+            while True:
+                size = int(self.rfile.readline().split(b";")[0].strip(), 16)
+                if size == 0:
+                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                        pass
+                    break
+                body += self.rfile.read(size)
+                self.rfile.readline()
+        else:
+            body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self.reply(body)
+
+
+class Server(http.server.ThreadingHTTPServer):
+    daemon_threads = True
+
+
+class TLSServer(Server):
+    ctx = None
+
+    def get_request(self):
+        conn, addr = self.socket.accept()
+        # The handshake runs in the request's thread (Handler.setup), not here.
+        return self.ctx.wrap_socket(conn, server_side=True, do_handshake_on_connect=False), addr
+
+
+class Echo(socketserver.BaseRequestHandler):
+    def handle(self):
+        self.request.settimeout(15)
+        try:
+            while True:
+                data = self.request.recv(65536)
+                if not data:
+                    break
+                self.request.sendall(data)
+        except OSError:
+            pass
+
+
+class EchoServer(socketserver.ThreadingTCPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+
+def serve(directory, cert, key, readyfile):
+    signal.alarm(120)
+    handler = functools.partial(Handler, directory=directory)
+    plain = Server(("127.0.0.1", 0), handler)
+    tls = TLSServer(("127.0.0.1", 0), handler)
+    TLSServer.ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    TLSServer.ctx.load_cert_chain(cert, key)
+    echo = EchoServer(("127.0.0.1", 0), Echo)
+    for s in (plain, tls, echo):
+        threading.Thread(target=s.serve_forever, daemon=True).start()
+    ports = "%d %d %d" % (plain.server_address[1], tls.server_address[1], echo.server_address[1])
+    tmp = readyfile + ".tmp"
+    with open(tmp, "w") as f:
+        f.write(ports)
+    os.rename(tmp, readyfile)
+    signal.pause()
+
+
+# --- clients ---------------------------------------------------------------------------------
+
+def proxy_socket():
+    s = socket.create_connection(PROXY, timeout=10)
+    s.settimeout(10)
+    return s
+
+
+def read_all(s):
+    data = b""
+    try:
+        while True:
+            b = s.recv(65536)
+            if not b:
+                break
+            data += b
+    except socket.timeout:
+        data += b"\n[timeout]"
+    return data
+
+
+def read_head(s):
+    data = b""
+    while b"\r\n\r\n" not in data:
+        b = s.recv(1)
+        if not b:
+            break
+        data += b
+    return data
+
+
+def echo_through(s, payload):
+    s.sendall(payload)
+    got = b""
+    try:
+        while len(got) < len(payload):
+            b = s.recv(65536)
+            if not b:
+                break
+            got += b
+    except socket.timeout:
+        pass
+    print("echo=" + got.decode("latin-1"))
+
+
+def client_raw(request):
+    s = proxy_socket()
+    s.sendall(unescape(request))
+    sys.stdout.write(read_all(s).decode("latin-1"))
+
+
+def client_connect(auth, payload):
+    s = proxy_socket()
+    s.sendall(b"CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n" % (unescape(auth), unescape(auth)))
+    head = read_head(s).decode("latin-1")
+    print(head.split("\r\n")[0])
+    if " 200 " in head.split("\r\n")[0] + " ":
+        echo_through(s, payload.encode())
+    else:
+        print(head.strip() + "\n" + read_all(s).decode("latin-1"))
+
+
+def socks5_hello(s):
+    s.sendall(b"\x05\x01\x00")
+    r = s.recv(2)
+    if r != b"\x05\x00":
+        print("greeting=%r" % r)
+        sys.exit(3)
+
+
+def socks5_reply(s):
+    r = b""
+    try:
+        while len(r) < 4:
+            b = s.recv(4 - len(r))
+            if not b:
+                break
+            r += b
+    except socket.timeout:
+        pass
+    if len(r) < 2:
+        print("rep=closed")
+        return None
+    print("rep=%d" % r[1])
+    if len(r) == 4:  # the bound address
+        n = {1: 4, 4: 16}.get(r[3], 0)
+        if r[3] == 3:
+            n = s.recv(1)[0]
+        want = n + 2
+        while want > 0:
+            b = s.recv(want)
+            if not b:
+                break
+            want -= len(b)
+    return r[1]
+
+
+def client_socks5(name, port, payload):
+    s = proxy_socket()
+    socks5_hello(s)
+    n = unescape(name)
+    s.sendall(b"\x05\x01\x00\x03" + bytes([len(n)]) + n + struct.pack(">H", int(port)))
+    if socks5_reply(s) == 0:
+        echo_through(s, payload.encode())
+
+
+def client_socks5_ip(family, addr, port):
+    s = proxy_socket()
+    socks5_hello(s)
+    if family == "4":
+        a = b"\x01" + socket.inet_pton(socket.AF_INET, addr)
+    else:
+        a = b"\x04" + socket.inet_pton(socket.AF_INET6, addr)
+    s.sendall(b"\x05\x01\x00" + a + struct.pack(">H", int(port)))
+    socks5_reply(s)
+
+
+def client_socks4(addr, port):
+    s = proxy_socket()
+    s.sendall(b"\x04\x01" + struct.pack(">H", int(port)) + socket.inet_aton(addr) + b"zbint\x00")
+    r = read_all(s)
+    print("socks4-reply=%d" % r[1] if len(r) >= 2 else "closed")
+
+
+def client_direct(host, port):
+    try:
+        s = socket.create_connection((host, int(port)), timeout=5)
+    except OSError as e:
+        print("error=" + (errno.errorcode.get(e.errno, str(e)) if e.errno else type(e).__name__))
+        return
+    print("connected")
+    s.settimeout(5)
+    try:
+        s.sendall(b"GET / HTTP/1.0\r\n\r\n")
+        print(s.recv(200).decode("latin-1"))
+    except OSError as e:
+        print("error-after-connect=" + str(e))
+
+
+def main():
+    kind, args = sys.argv[1], sys.argv[2:]
+    fn = {
+        "serve": serve,
+        "raw": client_raw,
+        "connect": client_connect,
+        "socks5": client_socks5,
+        "socks5-ip": client_socks5_ip,
+        "socks4": client_socks4,
+        "direct": client_direct,
+    }.get(kind)
+    if fn is None:
+        sys.exit("unknown kind " + kind)
+    fn(*args)
+
+
+if __name__ == "__main__":
+    main()
