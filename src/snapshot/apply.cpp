@@ -544,6 +544,21 @@ Result<std::string> random_tag() {
   return out;
 }
 
+// The `begin` of an accept or restore: records the intent (its id in `intent`) with a
+// fresh tag for the temporary names.
+std::function<Result<std::string>()> intent_recorder(store::Store& store, const std::string& session, const char* op,
+                                                     const std::string& restores, bool force, std::int64_t& intent) {
+  return [&store, session, op, restores, force, &intent]() -> Result<std::string> {
+    auto tag = random_tag();
+    if (!tag) return tag;
+    auto id = store.add_intent(session, op, intent_data(restores, force, *tag));
+    if (!id) return std::unexpected(id.error());
+    intent = *id;
+    crash_point();
+    return tag;
+  };
+}
+
 Change inverse(const Change& c) {
   Change r = c;
   std::swap(r.old_type, r.new_type);
@@ -693,15 +708,7 @@ std::string state_name(store::SessionState s) { return std::string(store::to_str
 Result<ApplyReport> apply_locked(store::Store& store, const store::Session& s, const ApplyOptions& opts) {
   // The check runs first and writes nothing; the intent is recorded before the first write.
   std::int64_t intent = -1;
-  auto begin = [&]() -> Result<std::string> {
-    auto tag = random_tag();
-    if (!tag) return tag;
-    auto id = store.add_intent(s.id, "accept", intent_data("", opts.force, *tag));
-    if (!id) return std::unexpected(id.error());
-    intent = *id;
-    crash_point();
-    return tag;
-  };
+  auto begin = intent_recorder(store, s.id, "accept", "", opts.force, intent);
   auto report = apply_changes(store, s, "accepting", opts, begin, [&] { (void)store.remove_intent(intent); });
   if (!report || !report->conflicts.empty()) return report;
   if (auto r = finish_accept(store, s.id, intent); !r) return std::unexpected(r.error());
@@ -767,15 +774,7 @@ Result<ApplyReport> restore_session(store::Store& store, const std::string& id, 
   auto fresh = store.get_session(r_session->id);
   if (!fresh || !*fresh) return std::unexpected(fresh ? SysError{"journal: restore session vanished", 0} : fresh.error());
   std::int64_t intent = -1;
-  auto begin = [&]() -> Result<std::string> {
-    auto tag = random_tag();
-    if (!tag) return tag;
-    auto iid = store.add_intent(r_session->id, "restore", intent_data(id, opts.force, *tag));
-    if (!iid) return std::unexpected(iid.error());
-    intent = *iid;
-    crash_point();
-    return tag;
-  };
+  auto begin = intent_recorder(store, r_session->id, "restore", id, opts.force, intent);
   bool rolled_back = false;
   auto report = apply_changes(store, **fresh, "restoring", opts, begin, [&] {
     (void)store.remove_intent(intent);

@@ -16,6 +16,7 @@
 #include <utility>
 
 #include "util/fd.hpp"
+#include "util/text.hpp"
 #include "util/path.hpp"
 
 namespace zb::snapshot {
@@ -72,52 +73,6 @@ std::string octal6(std::uint32_t v) {
 
 // --- Text helpers -----------------------------------------------------------------
 
-// Strict UTF-8 (no overlongs, surrogates or code points above U+10FFFF): what JSON text
-// may carry and what nlohmann's dump() accepts without throwing.
-bool valid_utf8(std::string_view s) {
-  std::size_t i = 0;
-  auto byte = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
-  auto cont = [&](std::size_t k) { return k < s.size() && (byte(k) & 0xC0) == 0x80; };
-  while (i < s.size()) {
-    unsigned char c = byte(i);
-    if (c < 0x80) {
-      i += 1;
-    } else if (c >= 0xC2 && c <= 0xDF) {
-      if (!cont(i + 1)) return false;
-      i += 2;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-      if (!cont(i + 1) || !cont(i + 2)) return false;
-      unsigned char c1 = byte(i + 1);
-      if ((c == 0xE0 && c1 < 0xA0) || (c == 0xED && c1 > 0x9F)) return false;
-      i += 3;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-      if (!cont(i + 1) || !cont(i + 2) || !cont(i + 3)) return false;
-      unsigned char c1 = byte(i + 1);
-      if ((c == 0xF0 && c1 < 0x90) || (c == 0xF4 && c1 > 0x8F)) return false;
-      i += 4;
-    } else {
-      return false;
-    }
-  }
-  return true;
-}
-
-std::string base64(std::string_view in) {
-  static constexpr std::string_view k_alphabet =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  out.reserve((in.size() + 2) / 3 * 4);
-  for (std::size_t i = 0; i < in.size(); i += 3) {
-    std::uint32_t v = static_cast<std::uint32_t>(static_cast<unsigned char>(in[i])) << 16;
-    if (i + 1 < in.size()) v |= static_cast<std::uint32_t>(static_cast<unsigned char>(in[i + 1])) << 8;
-    if (i + 2 < in.size()) v |= static_cast<unsigned char>(in[i + 2]);
-    out += k_alphabet[(v >> 18) & 63];
-    out += k_alphabet[(v >> 12) & 63];
-    out += i + 1 < in.size() ? k_alphabet[(v >> 6) & 63] : '=';
-    out += i + 2 < in.size() ? k_alphabet[v & 63] : '=';
-  }
-  return out;
-}
 
 // The path as human output shows it: relative to cwd where it lies under it.
 std::string shown_path(const std::string& path, const std::string& cwd) {
@@ -648,10 +603,10 @@ using Json = nlohmann::ordered_json;
 void put_bytes(Json& o, const std::string& key, const std::optional<std::string>& v) {
   if (!v) {
     o[key] = nullptr;
-  } else if (valid_utf8(*v)) {
+  } else if (text::valid_utf8(*v)) {
     o[key] = *v;
   } else {
-    o[key + "_b64"] = base64(*v);
+    o[key + "_b64"] = text::base64(*v);
   }
 }
 
@@ -686,7 +641,7 @@ Json change_json(const Change& c) {
 }
 
 Result<void> write_json(std::FILE* out, const std::vector<const Change*>& changes, const DiffOptions& options) {
-  if (!valid_utf8(options.session_id)) return fail_msg("session id is not UTF-8");
+  if (!text::valid_utf8(options.session_id)) return fail_msg("session id is not UTF-8");
   Json doc = Json::object();
   doc["session"] = options.session_id;
   Json list = Json::array();

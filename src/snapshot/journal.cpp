@@ -16,6 +16,7 @@
 #include "snapshot/changeset.hpp"
 #include "util/log.hpp"
 #include "util/path.hpp"
+#include "util/text.hpp"
 
 namespace zb::snapshot {
 
@@ -27,62 +28,15 @@ namespace {
 // Paths are bytes; JSON wants UTF-8. Non-UTF-8 paths are rare enough in policies that
 // the store's own encoding of lists (base64 objects) is not worth repeating here:
 // invalid bytes are replaced, and such a path simply protects nothing.
-bool valid_utf8(std::string_view s) {
-  std::size_t i = 0;
-  while (i < s.size()) {
-    auto c = static_cast<unsigned char>(s[i]);
-    std::size_t n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
-    if (n == 0 || i + n > s.size()) return false;
-    for (std::size_t k = 1; k < n; ++k) {
-      if ((static_cast<unsigned char>(s[i + k]) >> 6) != 2) return false;
-    }
-    i += n;
-  }
-  return true;
-}
-
-constexpr std::string_view k_b64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-std::string base64(std::string_view in) {
-  std::string out;
-  for (std::size_t i = 0; i < in.size(); i += 3) {
-    std::uint32_t v = static_cast<std::uint32_t>(static_cast<unsigned char>(in[i])) << 16;
-    if (i + 1 < in.size()) v |= static_cast<std::uint32_t>(static_cast<unsigned char>(in[i + 1])) << 8;
-    if (i + 2 < in.size()) v |= static_cast<unsigned char>(in[i + 2]);
-    out += k_b64[(v >> 18) & 63];
-    out += k_b64[(v >> 12) & 63];
-    out += i + 1 < in.size() ? k_b64[(v >> 6) & 63] : '=';
-    out += i + 2 < in.size() ? k_b64[v & 63] : '=';
-  }
-  return out;
-}
-
-std::string unbase64(std::string_view in) {
-  std::string out;
-  std::uint32_t v = 0;
-  int bits = 0;
-  for (char ch : in) {
-    auto pos = k_b64.find(ch);
-    if (pos == std::string_view::npos) break;
-    v = (v << 6) | static_cast<std::uint32_t>(pos);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out += static_cast<char>((v >> bits) & 0xff);
-    }
-  }
-  return out;
-}
-
 // Paths are bytes: one that is not UTF-8 is kept as {"b64": "..."}, never mangled (a
 // protected path that no longer matched would protect nothing).
 nlohmann::json to_array(const std::vector<std::string>& v) {
   nlohmann::json a = nlohmann::json::array();
   for (const auto& s : v) {
-    if (valid_utf8(s)) {
+    if (text::valid_utf8(s)) {
       a.push_back(s);
     } else {
-      a.push_back(nlohmann::json{{"b64", base64(s)}});
+      a.push_back(nlohmann::json{{"b64", text::base64(s)}});
     }
   }
   return a;
@@ -95,7 +49,7 @@ std::vector<std::string> from_array(const nlohmann::json& j, const char* key) {
     if (e.is_string()) {
       out.push_back(e.get<std::string>());
     } else if (e.is_object() && e.contains("b64") && e["b64"].is_string()) {
-      out.push_back(unbase64(e["b64"].get<std::string>()));
+      out.push_back(text::unbase64(e["b64"].get<std::string>()).value_or(""));
     }
   }
   return out;

@@ -1,0 +1,18 @@
+// Byte strings in JSON: paths are bytes, JSON text is UTF-8.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace zb::text {
+
+// Strict UTF-8 (no overlongs, surrogates or code points above U+10FFFF): what JSON text
+// may carry, and what nlohmann's dump() accepts without throwing.
+bool valid_utf8(std::string_view s);
+
+// Standard base64 with padding, and its inverse (nullopt on malformed input).
+std::string base64(std::string_view in);
+std::optional<std::string> unbase64(std::string_view in);
+
+}  // namespace zb::text
