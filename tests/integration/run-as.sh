@@ -72,6 +72,20 @@ if ! ${runas[@]+"${runas[@]}"} unshare --user true 2>/dev/null; then
   exit 77
 fi
 
+# /tmp, /var/tmp and /dev/shm are scratch space inside the sandbox: a build tree there
+# (a CI checkout under /tmp) would make every "write refused" check pass for the wrong
+# reason. Host directories then live in /var/lib instead.
+case "$(realpath -m "$hostbase")/" in
+  /tmp/* | /var/tmp/* | /dev/shm/*)
+    if [ "$(id -u)" = 0 ]; then
+      hostbase=/var/lib/zerobox-test-hostdirs
+      mkdir -p "$hostbase" && chmod 755 "$hostbase"
+    else
+      echo "SKIP: the build tree is in a scratch directory (/tmp, /var/tmp): host writes cannot be tested from there" >&2
+      exit 77
+    fi
+    ;;
+esac
 mkdir -p "$hostbase"
 work=$(mktemp -d /tmp/zbint.XXXXXXXX) || exit 1
 hostdir=$(mktemp -d "$hostbase/h.XXXXXXXX") || { rm -rf "$work"; exit 1; }
