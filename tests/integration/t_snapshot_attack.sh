@@ -580,14 +580,14 @@ zb snapshot discard last
 no_recovery_noise "g3 after discarding"
 
 # g4. A huge sparse file: zerobox must not spend time proportional to its apparent size
-# after the command has exited (1 GiB here; the command could make it 16 TiB).
+# after the command has exited. 8 TiB of holes: read byte by byte that would take hours,
+# far beyond this test's timeout, so finishing at all is the check (no timing here).
 fresh sparse
-t0=$(date +%s%N)
-zb_in "$T" --snapshot --allow-write="$T" -- truncate -s 1G huge
-t1=$(date +%s%N)
-ms=$(((t1 - t0) / 1000000))
-[ "$ms" -lt 500 ]
-_check $? "g4: journaling and applying a 1 GiB sparse file takes ${ms} ms (< 0.5 s)" "${ms} ms: zerobox reads every hole; 16 TiB would take hours, and a killed zerobox makes every later zerobox command redo it"
+zb_in "$T" --snapshot --allow-write="$T" -- truncate -s 8T huge
+expect_rc 0 "g4: an 8 TiB sparse file is journaled and applied"
+expect_eq "$(stat -c %s "$T/huge" 2>&1)" "8796093022208" "g4: the host file has its apparent size"
+[ "$(stat -c %b "$T/huge" 2>/dev/null || echo 999999)" -lt 1024 ]
+_check $? "g4: the host file stays sparse" "$(stat -c '%b blocks' "$T/huge" 2>&1)"
 rm -f "$T/huge"
 
 # ===================================================================================
