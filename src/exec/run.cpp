@@ -174,7 +174,7 @@ zb::Result<void> start_session(SnapshotRun& run, const Policy& p, const zb::poli
     }
   }
   if (fs.tracked.empty()) {
-    log::warning("nothing is tracked: no writable path lies in the working directory (add --allow-write, or --snapshot-path)");
+    log::warning("nothing is tracked: no directory is writable (add --allow-write=DIR)");
   }
   auto excludes = zb::snapshot::Excludes::compile(p.snapshot_exclude);
   if (!excludes) return std::unexpected(excludes.error());
