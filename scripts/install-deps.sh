@@ -9,7 +9,8 @@ build=(build-essential cmake ninja-build pkg-config
        libseccomp-dev libssl-dev libtomlplusplus-dev nlohmann-json3-dev
        libasio-dev libdtl-dev)
 # Tests: setpriv/script (util-linux, bsdutils), a pty, python3 for probe servers, iproute2.
-test=(util-linux bsdutils python3 curl iproute2 procps psmisc git openssl)
+# libFuzzer needs clang 17+ (clang 14 cannot compile std::expected from libstdc++ 12).
+test=(util-linux bsdutils python3 curl iproute2 procps psmisc git openssl clang-19 libclang-rt-19-dev)
 # Benchmarks: the peers and the measuring tools.
 bench=(bubblewrap hyperfine time strace)
 

@@ -1297,6 +1297,34 @@ struct Proxy::Impl {
   bool stopped = false;
 };
 
+#ifdef ZEROBOX_FUZZ_HOOKS
+// Entry points for the libFuzzer targets in tests/fuzz: the request, response and SOCKS5
+// parsers on arbitrary bytes. Built only into the fuzzers (scripts/fuzz.sh).
+void fuzz_http_head(std::string_view head) {
+  std::string why;
+  Message req;
+  if (parse_request(head, req, why)) {
+    (void)request_framing(req, why);
+    std::string path;
+    if (auto hp = parse_absolute_uri(req.target, path)) (void)to_string(*hp);
+    (void)parse_authority(req.target, true);
+  }
+  Message resp;
+  if (parse_response(head, resp, why)) (void)response_framing(resp, false, why);
+}
+
+void fuzz_socks_request(std::string_view v) {
+  if (v.size() < 5) return;
+  std::size_t n = socks_request_size(v);
+  if (n == 0 || v.size() < n) return;
+  static auto policy = NetPolicy::make({}, {}, {}, true);
+  if (!policy) return;
+  Core core(*policy, {});
+  HostPort hp;
+  (void)parse_socks_request(v.substr(0, n), core, hp);
+}
+#endif
+
 Proxy::Proxy(int listen_fd, NetPolicy policy, std::function<void(const NetEvent&)> on_event)
     : m_impl(std::make_unique<Impl>(std::move(policy), std::move(on_event))) {
   sockaddr_storage ss{};
