@@ -877,14 +877,16 @@ Result<std::vector<std::string>> recover_interrupted(store::Store& store) {
       if (!t) return std::unexpected(t.error());
       tag = *t;
     }
+    // The user knows a restore by the session it restores.
+    const std::string& shown_id = in.op == "restore" && !restored.empty() ? restored : in.session;
     auto report = apply_changes(store, **s, "finishing", opts, [&]() -> Result<std::string> { return tag; });
     if (!report) {
-      done.push_back("warning: cannot finish the interrupted " + in.op + " of session " + in.session.substr(0, 12) + " yet: " +
+      done.push_back("warning: cannot finish the interrupted " + in.op + " of session " + shown_id.substr(0, 12) + " yet: " +
                      report.error().message());
       continue;
     }
     if (!report->conflicts.empty()) {
-      std::string msg = "warning: cannot finish the interrupted " + in.op + " of session " + in.session.substr(0, 12) + ": ";
+      std::string msg = "warning: cannot finish the interrupted " + in.op + " of session " + shown_id.substr(0, 12) + ": ";
       msg += report->conflicts.front();
       if (report->conflicts.size() > 1) msg += " (and " + std::to_string(report->conflicts.size() - 1) + " more)";
       done.push_back(msg);
