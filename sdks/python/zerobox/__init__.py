@@ -1,0 +1,21 @@
+"""Python SDK for zerobox, a Linux sandbox CLI.
+
+    from zerobox import Sandbox
+    r = Sandbox(allow_write=["/var/tmp/out"]).run("sh", ["-c", "echo hi"])
+    print(r.exit_code, r.text())
+"""
+from ._binary import find_binary
+from .errors import SandboxError, SandboxTimeout
+from .sandbox import Process, Result, Sandbox
+from . import snapshots
+
+__all__ = [
+    "Sandbox",
+    "Process",
+    "Result",
+    "SandboxError",
+    "SandboxTimeout",
+    "find_binary",
+    "snapshots",
+]
+__version__ = "0.1.0"
