@@ -69,13 +69,6 @@ Result<store::Store> open_store(const Ctx& ctx) {
   if (!st) return st;
   auto recovered = snapshot::recover_interrupted(*st);
   if (!recovered) return std::unexpected(recovered.error());
-  for (const auto& line : *recovered) {
-    if (line.rfind("warning: ", 0) == 0) {
-      log::warning(line.substr(9));
-    } else {
-      log::info(line);
-    }
-  }
   return st;
 }
 

@@ -28,6 +28,27 @@ int bring_up_loopback() {
   return rc;
 }
 
+namespace {
+
+// One byte and room for one fd (SCM_RIGHTS), on the stack: the child side runs after
+// clone() and allocates nothing.
+struct FdMessage {
+  explicit FdMessage(char b) : byte(b) {
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+  }
+  FdMessage(const FdMessage&) = delete;
+  FdMessage& operator=(const FdMessage&) = delete;
+  char byte;
+  iovec iov{&byte, 1};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  msghdr msg{};
+};
+
+}  // namespace
+
 int send_proxy_listener(int channel, unsigned short port) {
   int s = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (s < 0) return -1;
@@ -43,14 +64,8 @@ int send_proxy_listener(int channel, unsigned short port) {
     errno = err;
     return -1;
   }
-  char byte = 'L';
-  iovec iov{&byte, 1};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof control;
+  FdMessage fm('L');
+  msghdr& msg = fm.msg;
   cmsghdr* c = CMSG_FIRSTHDR(&msg);
   c->cmsg_level = SOL_SOCKET;
   c->cmsg_type = SCM_RIGHTS;
@@ -67,14 +82,8 @@ int send_proxy_listener(int channel, unsigned short port) {
 }
 
 int receive_proxy_listener(int channel) {
-  char byte = 0;
-  iovec iov{&byte, 1};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof control;
+  FdMessage fm(0);
+  msghdr& msg = fm.msg;
   ssize_t n;
   do {
     n = ::recvmsg(channel, &msg, MSG_CMSG_CLOEXEC);

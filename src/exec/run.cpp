@@ -183,13 +183,6 @@ zb::Result<void> start_session(SnapshotRun& run, const Policy& p, const zb::poli
   run.store.emplace(std::move(*st));
   auto recovered = zb::snapshot::recover_interrupted(*run.store);
   if (!recovered) return std::unexpected(recovered.error());
-  for (const auto& line : *recovered) {
-    if (line.rfind("warning: ", 0) == 0) {
-      log::warning(line.substr(9));
-    } else {
-      log::info(line);
-    }
-  }
   run.policy.tracked = fs.tracked;
   run.policy.exclude = p.snapshot_exclude;
   for (const auto* list : {&fs.read_only, &fs.masked, &fs.absent_protected}) {

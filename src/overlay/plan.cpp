@@ -20,21 +20,6 @@ std::string in_old(const std::string& p) { return path::join(k_old, p); }
 
 constexpr unsigned long k_ro_flags = MS_RDONLY | MS_NOSUID | MS_NODEV;
 
-// True only when the directory can be listed and has no entries.
-bool is_empty_dir(const std::string& p) {
-  DIR* d = ::opendir(p.c_str());
-  if (d == nullptr) return false;
-  bool empty = true;
-  while (dirent* e = ::readdir(d)) {
-    if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) {
-      empty = false;
-      break;
-    }
-  }
-  ::closedir(d);
-  return empty;
-}
-
 class Builder {
  public:
   Builder(const MountTable& mounts, const policy::FsRules& fs, const PlanOptions& opts)
@@ -102,7 +87,7 @@ class Builder {
       // An empty directory (/srv, /media, /boot on many machines) is shown as the empty
       // skeleton directory it already is: an overlay would cost a superblock to mount and
       // an RCU grace period to tear down, and show nothing more.
-      if (!is_empty_dir(host_path)) ro_overlay(host_path);
+      if (auto empty = path::is_empty_dir(host_path); !empty || !*empty) ro_overlay(host_path);
       return;
     }
     for (const auto& name : list_dir(host_path)) {

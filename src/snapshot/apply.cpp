@@ -715,16 +715,32 @@ Result<ApplyReport> apply_locked(store::Store& store, const store::Session& s, c
   return report;
 }
 
-Result<ApplyReport> accept_session(store::Store& store, const std::string& id, const ApplyOptions& opts) {
+namespace {
+
+// A pending session, locked for as long as the result lives.
+struct PendingSession {
+  store::SessionLock lock;
+  store::Session session;
+};
+
+Result<PendingSession> lock_pending(store::Store& store, const std::string& id, const char* verb) {
   auto lock = store.lock_session(id);
   if (!lock) return std::unexpected(lock.error());
   auto s = store.get_session(id);
   if (!s) return std::unexpected(s.error());
   if (!*s) return fail_msg("no session " + id);
   if ((*s)->state != store::SessionState::Pending) {
-    return fail_msg("session " + id.substr(0, 12) + " is " + state_name((*s)->state) + ", not pending: only a pending session can be accepted");
+    return fail_msg("session " + id.substr(0, 12) + " is " + state_name((*s)->state) + ", not pending: only a pending session can be " + verb);
   }
-  return apply_locked(store, **s, opts);
+  return PendingSession{std::move(*lock), std::move(**s)};
+}
+
+}  // namespace
+
+Result<ApplyReport> accept_session(store::Store& store, const std::string& id, const ApplyOptions& opts) {
+  auto p = lock_pending(store, id, "accepted");
+  if (!p) return std::unexpected(p.error());
+  return apply_locked(store, p->session, opts);
 }
 
 Result<ApplyReport> restore_session(store::Store& store, const std::string& id, const ApplyOptions& opts) {
@@ -792,14 +808,8 @@ Result<ApplyReport> restore_session(store::Store& store, const std::string& id, 
 }
 
 Result<void> discard_session(store::Store& store, const std::string& id) {
-  auto lock = store.lock_session(id);
-  if (!lock) return std::unexpected(lock.error());
-  auto s = store.get_session(id);
-  if (!s) return std::unexpected(s.error());
-  if (!*s) return fail_msg("no session " + id);
-  if ((*s)->state != store::SessionState::Pending) {
-    return fail_msg("session " + id.substr(0, 12) + " is " + state_name((*s)->state) + ", not pending: only a pending session can be discarded");
-  }
+  auto p = lock_pending(store, id, "discarded");
+  if (!p) return std::unexpected(p.error());
   return store.set_state(id, store::SessionState::Discarded);
 }
 
@@ -810,7 +820,8 @@ namespace {
 // so what the command wrote can be reviewed rather than lost. Only sessions whose lock
 // file holds a pid are considered: one that is being created has none yet.
 Result<void> recover_abandoned(store::Store& store, std::vector<std::string>& done) {
-  auto sessions = store.list_sessions();
+  // Every zerobox that opens the store comes here: read only the running sessions.
+  auto sessions = store.list_sessions(store::SessionState::Running);
   if (!sessions) return std::unexpected(sessions.error());
   for (const auto& s : *sessions) {
     if (s.state != store::SessionState::Running || s.kind != store::SessionKind::Run) continue;
@@ -838,7 +849,7 @@ Result<void> recover_abandoned(store::Store& store, std::vector<std::string>& do
 
 }  // namespace
 
-Result<std::vector<std::string>> recover_interrupted(store::Store& store) {
+Result<void> recover_interrupted(store::Store& store) {
   std::vector<std::string> done;
   if (auto r = recover_abandoned(store, done); !r) return std::unexpected(r.error());
   auto intents = store.intents();
@@ -900,7 +911,14 @@ Result<std::vector<std::string>> recover_interrupted(store::Store& store) {
       done.push_back("finished the interrupted accept of session " + in.session.substr(0, 12));
     }
   }
-  return done;
+  for (const auto& line : done) {
+    if (line.rfind("warning: ", 0) == 0) {
+      log::warning(line.substr(9));
+    } else {
+      log::info(line);
+    }
+  }
+  return {};
 }
 
 Result<void> apply_from_file(const std::string& root, const Change& change, const std::string& content_path) {

@@ -66,9 +66,9 @@ Result<ApplyReport> apply_locked(store::Store& store, const store::Session& sess
 Result<void> discard_session(store::Store& store, const std::string& id);
 
 // Finishes every operation left unfinished by a crash, and journals the layers of runs
-// whose zerobox was killed. Returns one line per operation, for the log; a line starting
-// with "warning: " is one that could not be finished (it is tried again next time).
-Result<std::vector<std::string>> recover_interrupted(store::Store& store);
+// whose zerobox was killed. Says so in the log, one line per operation; one that cannot
+// be finished yet is a warning, and is tried again next time.
+Result<void> recover_interrupted(store::Store& store);
 
 // Applies the after-state of one change whose new content is the file at content_path
 // (an overlay upper layer) rather than a blob: used for excluded paths, which are applied

@@ -502,7 +502,7 @@ void write_stat(std::FILE* out, const std::vector<FileStat>& files, const Colors
   for (const auto& f : files) {
     max_len = std::max(max_len, static_cast<std::int64_t>(f.name.size()));
     if (f.binary) {
-      // "Bin XXX -> YYY bytes"
+      // "Bin 1024 -> 2048 bytes": the two sizes plus 14 fixed characters
       bin_width = std::max<std::int64_t>(bin_width, 14 + decimal_width(f.added) + decimal_width(f.deleted));
       number_width = 3;  // counts align with "Bin"
       continue;

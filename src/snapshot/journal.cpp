@@ -92,19 +92,6 @@ Result<void> remove_below(int dirfd, const std::string& shown) {
   return {};
 }
 
-bool empty_dir(const std::string& p) {
-  DIR* d = ::opendir(p.c_str());
-  if (d == nullptr) return errno == ENOENT;
-  bool empty = true;
-  while (dirent* e = ::readdir(d)) {
-    if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) {
-      empty = false;
-      break;
-    }
-  }
-  ::closedir(d);
-  return empty;
-}
 
 }  // namespace
 
@@ -172,7 +159,8 @@ Result<JournalStats> journal_session(store::Store& store, const store::Session& 
   for (std::size_t n = 0; n < session.roots.size(); ++n) {
     const std::string& root = session.roots[n];
     std::string upper = sdir + "/upper/" + std::to_string(n);
-    if (empty_dir(upper)) continue;  // nothing written (or a missing layer)
+    // Nothing written, or a missing layer.
+    if (auto empty = path::is_empty_dir(upper); empty ? *empty : empty.error().err == ENOENT) continue;
     // Excludes are relative to the tracked path the user named (or that was defaulted).
     std::string base = root;
     for (const auto& t : policy.tracked) {

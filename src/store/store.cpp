@@ -530,10 +530,11 @@ Result<std::optional<Session>> Store::get_session(std::string_view id) {
   return std::optional<Session>(std::move(*s));
 }
 
-Result<std::vector<Session>> Store::list_sessions() {
-  auto st = sql::Stmt::prepare(m_db.get(), std::string("SELECT ") + k_session_cols +
-                                               " FROM sessions ORDER BY created_at, rowid");
+Result<std::vector<Session>> Store::list_sessions(std::optional<SessionState> state) {
+  auto st = sql::Stmt::prepare(m_db.get(), std::string("SELECT ") + k_session_cols + " FROM sessions" +
+                                               (state ? " WHERE state = ?1" : "") + " ORDER BY created_at, rowid");
   if (!st) return std::unexpected(st.error());
+  if (state) st->bind_text(1, to_string(*state));
   std::vector<Session> out;
   for (;;) {
     auto row = st->step();

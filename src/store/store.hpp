@@ -12,7 +12,7 @@
 //                                digits (the canonical big-endian form), is "abcdef0123...";
 //                                the first two digits name the directory. Mode 0400.
 //                                Never modified once in place.
-//       tmp.XXXXXXXXXXXXXXXX     a blob being written; renamed into place when complete.
+//       tmp.<16 hex digits>      a blob being written; renamed into place when complete.
 //                                Left behind only by a crash, and then garbage.
 //     sessions/
 //       ID/                      one per session; ID is 32 lowercase hex digits (getrandom)
@@ -243,8 +243,8 @@ class Store {
   Result<Session> create_session(const NewSession& s);
   // The session with exactly this id; nullopt when there is none.
   Result<std::optional<Session>> get_session(std::string_view id);
-  // All sessions, oldest first.
-  Result<std::vector<Session>> list_sessions();
+  // All sessions, or those in `state`, oldest first.
+  Result<std::vector<Session>> list_sessions(std::optional<SessionState> state = std::nullopt);
   // Sets the state. Fails when the session does not exist.
   Result<void> set_state(std::string_view id, SessionState state);
   // Sets the state, the exit code or signal and finished_at = now.

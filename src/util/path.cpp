@@ -1,5 +1,9 @@
 #include "util/path.hpp"
 
+#include <dirent.h>
+
+#include <cstring>
+
 #include <limits.h>
 #include <sys/stat.h>
 
@@ -113,6 +117,20 @@ std::vector<std::string> split_list(std::string_view s) {
   }
   out.push_back(std::move(cur));
   return out;
+}
+
+Result<bool> is_empty_dir(const std::string& p) {
+  DIR* d = ::opendir(p.c_str());
+  if (d == nullptr) return fail("opendir " + p);
+  bool empty = true;
+  while (dirent* e = ::readdir(d)) {
+    if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) {
+      empty = false;
+      break;
+    }
+  }
+  ::closedir(d);
+  return empty;
 }
 
 }  // namespace zb::path

@@ -36,6 +36,9 @@ Result<Canonical> canonicalize(std::string_view abs);
 enum class Kind { Missing, Directory, File, Other };
 Kind kind_of(const std::string& p);  // follows symlinks
 
+// Whether a directory has no entries; an error (with errno) when it cannot be listed.
+Result<bool> is_empty_dir(const std::string& p);
+
 // Splits "a,b\,c" into {"a", "b,c"} (CLI.md: "\," is a literal comma).
 std::vector<std::string> split_list(std::string_view s);
 
