@@ -15,7 +15,7 @@
 //      resolved below its tracked root with openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS
 //      | RESOLVE_NO_MAGICLINKS): a symlink planted by the sandboxed command never
 //      redirects a write. Files, symlinks and FIFOs are created under a temporary name in
-//      their directory (".zerobox-tmp-SEQ-ID") with their mode, owner (as root only) and
+//      their directory (".zerobox-tmp-SEQ-TAG", TAG random per operation and kept in the intent) with their mode, owner (as root only) and
 //      mtime, then renamed over the target, so each target is always either before or
 //      after. setuid/setgid bits are dropped and no xattr (file capabilities) is copied;
 //      device nodes are never created and unix sockets are skipped, with a warning.
