@@ -22,6 +22,7 @@ struct Secret {
   std::string value;               // never logged, never passed into the sandbox
   std::vector<std::string> hosts;  // --secret-host; empty means every allowed host
   std::string file;                // --secret-file: the value is read from here
+  std::string placeholder;         // set by finalize(): what the command sees instead
 };
 
 struct Policy {
@@ -41,8 +42,8 @@ struct Policy {
   std::vector<std::pair<std::string, std::string>> resolve;  // --resolve HOST:IP
   std::vector<std::string> upstream_ca;
   std::vector<Secret> secrets;
-  // Set by finalize(): a bare --allow-net together with --deny-net (filtered mode where
-  // everything but the denied names is allowed).
+  // Set by finalize(): a bare --allow-net (or -A) together with --deny-net or secrets
+  // (filtered mode where everything but the denied names is allowed).
   bool allow_net_all = false;
 
   // Environment.

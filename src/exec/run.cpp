@@ -10,7 +10,9 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <ctime>
 #include <optional>
+#include <utility>
 
 #include "exec/blocked.hpp"
 #include "exec/landlock.hpp"
@@ -44,6 +46,37 @@ int setup_failed(StatusFd& status, const std::string& msg) {
   status.setup_error(msg);
   status.close();
   return zb::k_exit_setup;
+}
+
+// The proxy's side of the secrets: their host rules, the run's CA and the TLS contexts.
+zb::Result<zb::net::ProxySecrets> make_secrets(const Policy& p) {
+  std::vector<zb::net::SecretEntry> entries;
+  bool any_host = !p.allow_net.empty() || p.allow_net_all;
+  for (const auto& s : p.secrets) {
+    zb::net::SecretEntry e{s.key, s.placeholder, s.value, {}};
+    for (const auto& h : s.hosts) {
+      auto r = zb::net::parse_rule(h);
+      if (!r) return zb::fail_msg("--secret-host " + s.key + ": " + r.error().what);
+      e.hosts.push_back(std::move(*r));
+    }
+    if (e.hosts.empty() && !any_host) {
+      log::warning("--secret " + s.key + ": no host is allowed, so it cannot be used (name one with --secret-host " +
+                   s.key + "=HOST or --allow-net)");
+    }
+    if (s.value.size() < zb::net::k_min_redacted) {
+      log::warning("--secret " + s.key + ": the value is shorter than " + std::to_string(zb::net::k_min_redacted) +
+                   " bytes, so responses are not scrubbed of it");
+    }
+    entries.push_back(std::move(e));
+  }
+  auto allow_net = zb::net::NetPolicy::make(p.allow_net, p.deny_net, p.resolve, p.allow_net_all);
+  if (!allow_net) return std::unexpected(allow_net.error());
+  auto ca = zb::net::CertAuthority::create(std::to_string(::getpid()) + "@" + std::to_string(::time(nullptr)));
+  if (!ca) return std::unexpected(ca.error());
+  auto tls = zb::net::make_tls_contexts(p.upstream_ca);
+  if (!tls) return std::unexpected(tls.error());
+  return zb::net::ProxySecrets{zb::net::SecretSet(std::move(entries), std::move(*allow_net)), std::move(*ca),
+                               std::move(*tls)};
 }
 
 std::vector<std::string> exec_candidates(const std::string& name, const std::vector<std::string>& env) {
@@ -322,6 +355,21 @@ int run(Policy p, const std::vector<std::string>& environ, RunOptions options) {
     plan_opts.session_dir = snap.store->session_dir(snap.session.id);
     plan_opts.store_dir = store_dir;
   }
+  // Secrets: the run's CA, and the trust bundle the sandbox sees.
+  std::optional<zb::net::ProxySecrets> secrets;
+  if (!p.secrets.empty()) {
+    auto made = make_secrets(p);
+    if (!made) return setup_failed(status, made.error().message());
+    secrets.emplace(std::move(*made));
+    auto bundle = zb::net::trust_bundle(secrets->ca.ca_pem());
+    if (!bundle) return setup_failed(status, bundle.error().message());
+    plan_opts.ca_bundle = std::move(*bundle);
+    for (const auto& b : zb::net::system_bundle_paths()) {
+      auto canon = zb::path::canonicalize(b);
+      if (canon && canon->exists && zb::path::kind_of(canon->path) == zb::path::Kind::File)
+        plan_opts.ca_bundle_targets.push_back(canon->path);
+    }
+  }
   zb::exec::SandboxSpec spec;
   spec.plan = zb::overlay::build_plan(fs, *mounts, p.cwd, plan_opts);
   if (snap.active) {
@@ -343,7 +391,10 @@ int run(Policy p, const std::vector<std::string>& environ, RunOptions options) {
   // Filtered network: the proxy's policy, checked before anything starts.
   std::optional<zb::net::NetPolicy> net_policy;
   if (p.net == NetMode::Filtered) {
-    auto np = zb::net::NetPolicy::make(p.allow_net, p.deny_net, p.resolve, p.allow_net_all);
+    // The hosts of --secret-host are allowed without being listed in --allow-net.
+    std::vector<std::string> allow = p.allow_net;
+    for (const auto& sec : p.secrets) allow.insert(allow.end(), sec.hosts.begin(), sec.hosts.end());
+    auto np = zb::net::NetPolicy::make(allow, p.deny_net, p.resolve, p.allow_net_all);
     if (!np) return setup_failed(status, np.error().message());
     net_policy.emplace(std::move(*np));
     spec.proxy_port = zb::policy::k_proxy_port;
@@ -384,7 +435,7 @@ int run(Policy p, const std::vector<std::string>& environ, RunOptions options) {
         std::lock_guard<std::mutex> lock(denied_mutex);
         ++denied[where];
       }
-    });
+    }, std::exchange(secrets, std::nullopt));
     proxy->start();
   };
   auto res = zb::exec::run_sandbox(spec, [&](long pid) { status.child_started(pid); },

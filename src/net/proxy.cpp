@@ -7,7 +7,9 @@
 // House rule for the coroutines below, because g++ 12 miscompiles some shapes (seen here as
 // crashes on resume): a co_await stands alone in its statement or initialiser
 // (`bool ok = co_await f(); if (!ok) ...`), never inside an if/while condition, a ?: or
-// && / || operand; and no two locals of one coroutine share a name, even in different scopes.
+// && / || operand; no two locals of one coroutine share a name, even in different scopes;
+// and an argument of a coroutine call is never a temporary with a destructor (`f(T{...})`
+// destroyed it twice): build it as a named local first.
 #include "net/proxy.hpp"
 
 #include <fcntl.h>
@@ -38,8 +40,13 @@
 #pragma GCC diagnostic ignored "-Wnull-dereference"
 #include <asio.hpp>
 #include <asio/experimental/awaitable_operators.hpp>
+#include <asio/ssl.hpp>
 #pragma GCC diagnostic pop
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
 
+#include "net/secrets.hpp"
+#include "net/tls.hpp"
 #include "util/fd.hpp"
 #include "util/log.hpp"
 
@@ -69,10 +76,25 @@ auto ec_token(std::error_code& ec) { return asio::redirect_error(asio::use_await
 // Shared state of the proxy, reached from every connection.
 
 struct Core {
-  Core(NetPolicy p, std::function<void(const NetEvent&)> f) : policy(std::move(p)), on_event(std::move(f)) {}
+  Core(NetPolicy p, std::function<void(const NetEvent&)> f, std::optional<ProxySecrets> s)
+      : policy(std::move(p)), on_event(std::move(f)), secrets(std::move(s)) {
+    if (secrets) {
+      // asio's contexts take over the SSL_CTX handles.
+      server_tls.emplace(secrets->tls.server.release());
+      client_tls.emplace(secrets->tls.client.release());
+    }
+  }
 
   NetPolicy policy;
   std::function<void(const NetEvent&)> on_event;
+  std::optional<ProxySecrets> secrets;
+  std::optional<asio::ssl::context> server_tls, client_tls;
+
+  // The secrets approved for this host (empty without secrets).
+  Approved approved(const HostPort& hp) const {
+    if (!secrets) return {};
+    return secrets->secrets.for_host(hp);
+  }
   std::atomic<std::uint64_t> allowed{0};
   std::atomic<std::uint64_t> denied{0};
 
@@ -90,11 +112,16 @@ struct Core {
 // ---------------------------------------------------------------------------------------------
 // A socket with the bytes received from it and not yet consumed.
 
+// Once TLS is set up on it (an intercepted connection), reads and writes go through `tls`,
+// which works on `sock`; closing `sock` still aborts whatever waits on either.
+using TlsStream = asio::ssl::stream<tcp::socket&>;
+
 struct Stream {
   explicit Stream(const asio::any_io_executor& ex) : sock(ex) {}
   explicit Stream(tcp::socket s) : sock(std::move(s)) {}
 
   tcp::socket sock;
+  std::unique_ptr<TlsStream> tls;
   std::string buf;
   std::size_t pos = 0;
 
@@ -118,7 +145,12 @@ struct Stream {
     std::size_t old = buf.size();
     buf.resize(old + k_read_chunk);
     std::error_code ec;
-    std::size_t n = co_await sock.async_read_some(asio::buffer(buf.data() + old, k_read_chunk), ec_token(ec));
+    auto into = asio::buffer(buf.data() + old, k_read_chunk);
+    std::size_t n = 0;
+    if (tls)
+      n = co_await tls->async_read_some(into, ec_token(ec));
+    else
+      n = co_await sock.async_read_some(into, ec_token(ec));
     buf.resize(old + n);
     co_return !ec && n > 0;
   }
@@ -136,6 +168,7 @@ struct Conn {
   // The forward proxy keeps its upstream connection while requests name the same host:port.
   std::optional<HostPort> upstream_target;
   std::vector<Address> upstream_candidates;  // the addresses that passed the guard, to reconnect
+  unsigned upstream_uses = 0;                // requests sent on the current upstream connection
   // One deadline at a time: the request head, the upstream connect or the lingering close.
   asio::steady_timer timer;
   unsigned deadline_gen = 0;
@@ -143,6 +176,7 @@ struct Conn {
 
   void close_upstream() {
     std::error_code ec;
+    upstream.tls.reset();
     upstream.sock.close(ec);
     upstream.reset();
     upstream_target.reset();
@@ -175,14 +209,17 @@ void disarm(Conn& c) {
   c.timer.cancel();
 }
 
-awaitable<bool> write_all(tcp::socket& s, std::string_view data) {
+awaitable<bool> write_all(Stream& s, std::string_view data) {
   std::error_code ec;
-  co_await asio::async_write(s, asio::buffer(data.data(), data.size()), ec_token(ec));
+  if (s.tls)
+    co_await asio::async_write(*s.tls, asio::buffer(data.data(), data.size()), ec_token(ec));
+  else
+    co_await asio::async_write(s.sock, asio::buffer(data.data(), data.size()), ec_token(ec));
   co_return !ec;
 }
 
 // Copies exactly n bytes, the buffered ones first.
-awaitable<bool> copy_n(Stream& from, tcp::socket& to, std::uint64_t n) {
+awaitable<bool> copy_n(Stream& from, Stream& to, std::uint64_t n) {
   while (n > 0) {
     if (from.avail() == 0) {
       bool more = co_await from.fill();
@@ -198,7 +235,7 @@ awaitable<bool> copy_n(Stream& from, tcp::socket& to, std::uint64_t n) {
 }
 
 // Copies everything until the sender closes.
-awaitable<bool> copy_until_eof(Stream& from, tcp::socket& to) {
+awaitable<bool> copy_until_eof(Stream& from, Stream& to) {
   for (;;) {
     if (from.avail() > 0) {
       bool written = co_await write_all(to, from.view());
@@ -219,6 +256,14 @@ awaitable<bool> copy_until_eof(Stream& from, tcp::socket& to) {
 // client before it has read the reply.
 awaitable<void> linger_close(std::shared_ptr<Conn> c) {
   std::error_code ec;
+  if (c->client.tls) {
+    // TLS: send close_notify and wait (briefly) for the client's.
+    arm(c, k_linger_timeout, Guard::client);
+    co_await c->client.tls->async_shutdown(ec_token(ec));
+    disarm(*c);
+    c->close_all();
+    co_return;
+  }
   c->client.sock.shutdown(tcp::socket::shutdown_send, ec);
   if (!ec) {
     arm(c, k_linger_timeout, Guard::client);
@@ -542,7 +587,7 @@ std::optional<Framing> response_framing(const Message& resp, bool head_request, 
 
 // Relays a chunked body as it arrives, chunk by chunk, unchanged (extensions and trailers too),
 // checking its syntax so the end of the body is where both sides think it is.
-awaitable<bool> relay_chunked(Stream& from, tcp::socket& to) {
+awaitable<bool> relay_chunked(Stream& from, Stream& to) {
   std::string line;
   for (;;) {
     ReadStatus size_line = co_await read_line(from, line);
@@ -587,7 +632,7 @@ awaitable<bool> relay_chunked(Stream& from, tcp::socket& to) {
   }
 }
 
-awaitable<bool> relay_body(Stream& from, tcp::socket& to, const Framing& f) {
+awaitable<bool> relay_body(Stream& from, Stream& to, const Framing& f) {
   switch (f.kind) {
     case Framing::Kind::none: co_return true;
     case Framing::Kind::length: co_return co_await copy_n(from, to, f.length);
@@ -633,7 +678,7 @@ std::string error_response(int status, std::string_view reason) {
 
 awaitable<void> http_error(std::shared_ptr<Conn> c, int status, std::string reason) {
   std::string resp = error_response(status, reason);
-  bool sent = co_await write_all(c->client.sock, resp);
+  bool sent = co_await write_all(c->client, resp);
   if (sent) co_await linger_close(c);
   c->close_all();
 }
@@ -676,6 +721,7 @@ awaitable<Outcome> connect_any(std::shared_ptr<Conn> c, std::vector<Address> add
                                std::string target) {
   arm(c, k_connect_timeout, Guard::upstream);
   std::error_code last;
+  c->upstream.tls.reset();
   for (const Address& a : addrs) {
     c->upstream.sock = tcp::socket(c->client.sock.get_executor());
     c->upstream.reset();
@@ -684,6 +730,7 @@ awaitable<Outcome> connect_any(std::shared_ptr<Conn> c, std::vector<Address> add
     if (c->timed_out) break;
     if (!ec) {
       disarm(*c);
+      c->upstream_uses = 0;
       c->upstream.sock.set_option(tcp::no_delay(true), ec);
       co_return Outcome{};
     }
@@ -835,7 +882,7 @@ awaitable<void> pump(std::shared_ptr<Conn> c, bool upward) {
 awaitable<void> tunnel(std::shared_ptr<Conn> c) {
   // What the client sent after its request (it may not wait for our reply) goes first.
   if (c->client.avail() > 0) {
-    bool early = co_await write_all(c->upstream.sock, c->client.view());
+    bool early = co_await write_all(c->upstream, c->client.view());
     if (!early) {
       c->close_all();
       co_return;
@@ -872,7 +919,7 @@ awaitable<bool> need(Stream& s, std::size_t n) {
 awaitable<bool> socks_reply(Conn& c, std::uint8_t rep) {
   // BND.ADDR 0.0.0.0:0: the address the proxy connected from means nothing inside the sandbox.
   const char reply[10] = {5, static_cast<char>(rep), 0, 1, 0, 0, 0, 0, 0, 0};
-  co_return co_await write_all(c.client.sock, std::string_view(reply, sizeof reply));
+  co_return co_await write_all(c.client, std::string_view(reply, sizeof reply));
 }
 
 awaitable<void> socks_refuse(std::shared_ptr<Conn> c, std::uint8_t rep) {
@@ -941,6 +988,8 @@ std::uint8_t parse_socks_request(std::string_view v, Core& core, HostPort& hp) {
   return k_socks_ok;
 }
 
+awaitable<void> intercept(std::shared_ptr<Conn> c, HostPort hp);
+
 awaitable<void> serve_socks5(std::shared_ptr<Conn> c) {
   Stream& in = c->client;
   bool ok = co_await need(in, 2);
@@ -952,11 +1001,11 @@ awaitable<void> serve_socks5(std::shared_ptr<Conn> c) {
   in.consume(2 + nmethods);
   if (!no_auth) {
     disarm(*c);
-    ok = co_await write_all(in.sock, std::string_view("\x05\xff", 2));
+    ok = co_await write_all(in, std::string_view("\x05\xff", 2));
     if (ok) co_await linger_close(c);
     co_return;
   }
-  ok = co_await write_all(in.sock, std::string_view("\x05\x00", 2));
+  ok = co_await write_all(in, std::string_view("\x05\x00", 2));
   if (!ok) co_return;
   ok = co_await need(in, 5);
   if (!ok) co_return;
@@ -979,11 +1028,15 @@ awaitable<void> serve_socks5(std::shared_ptr<Conn> c) {
   }
   ok = co_await socks_reply(*c, k_socks_ok);
   if (!ok) co_return;
+  if (!c->core.approved(hp).empty()) {
+    co_await intercept(c, hp);
+    co_return;
+  }
   co_await tunnel(c);
 }
 
 // ---------------------------------------------------------------------------------------------
-// HTTP: CONNECT tunnels and the absolute-form forward proxy.
+// HTTP: CONNECT tunnels, the absolute-form forward proxy, and intercepted tunnels.
 
 awaitable<void> serve_connect(std::shared_ptr<Conn> c, const Message& req) {
   auto hp = parse_authority(req.target, true);
@@ -996,8 +1049,12 @@ awaitable<void> serve_connect(std::shared_ptr<Conn> c, const Message& req) {
     co_await http_error(c, http_status(o), o.reason);
     co_return;
   }
-  bool established = co_await write_all(c->client.sock, "HTTP/1.1 200 Connection established\r\n\r\n");
+  bool established = co_await write_all(c->client, "HTTP/1.1 200 Connection established\r\n\r\n");
   if (!established) co_return;
+  if (!c->core.approved(*hp).empty()) {
+    co_await intercept(c, *hp);
+    co_return;
+  }
   co_await tunnel(c);
 }
 
@@ -1010,32 +1067,162 @@ bool upstream_reusable(Conn& c, const HostPort& hp) {
   return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
 }
 
-std::string host_field(const HostPort& hp) {
-  if (hp.port.value_or(80) != 80) return to_string(hp);
+std::string host_field(const HostPort& hp, std::uint16_t default_port) {
+  if (hp.port.value_or(default_port) != default_port) return to_string(hp);
   return hp.kind == HostKind::IPv6 ? "[" + hp.host + "]" : hp.host;
 }
 
-// One absolute-form request and its response. True when the client connection stays open.
-awaitable<bool> serve_forward(std::shared_ptr<Conn> c, const Message& req) {
-  std::string path, why;
-  auto hp = parse_absolute_uri(req.target, path);
-  if (!hp) {
-    co_await http_error(c, 400, hp.error().message());
-    co_return false;
+// Where a request goes. The forward proxy picks the upstream for each request; inside an
+// intercepted tunnel it is the tunnel's host, over TLS when the client spoke TLS.
+struct Route {
+  HostPort hp;        // port set
+  std::string path;   // origin-form target
+  bool fixed = false; // an intercepted tunnel
+  bool tls = false;   // the upstream connection is TLS (fixed routes only)
+};
+
+// TLS to the upstream server, verified against the system's trust store (plus --upstream-ca)
+// and the name the client asked for. "" when it is up, else why not.
+awaitable<std::string> upstream_tls(std::shared_ptr<Conn> c, HostPort hp) {
+  c->upstream.tls = std::make_unique<TlsStream>(c->upstream.sock, *c->core.client_tls);
+  SSL* ssl = c->upstream.tls->native_handle();
+  bool params_set = hp.kind == HostKind::Name
+                        // SSL_set_tlsext_host_name, without the macro's C cast
+                        ? SSL_ctrl(ssl, SSL_CTRL_SET_TLSEXT_HOSTNAME, TLSEXT_NAMETYPE_host_name,
+                                   const_cast<char*>(hp.host.c_str())) == 1 &&
+                              SSL_set1_host(ssl, hp.host.c_str()) == 1
+                        : X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), hp.host.c_str()) == 1;
+  if (!params_set) {
+    c->close_upstream();
+    co_return openssl_error("cannot set up TLS to " + to_string(hp));
   }
-  if (!hp->port) hp->port = 80;
-  auto hosts = req.values("host");
-  if (hosts.size() > 1) {
-    co_await http_error(c, 400, "more than one Host header");
-    co_return false;
+  arm(c, k_connect_timeout, Guard::upstream);
+  std::error_code ec;
+  co_await c->upstream.tls->async_handshake(asio::ssl::stream_base::client, ec_token(ec));
+  bool timed_out = c->timed_out;
+  disarm(*c);
+  if (!ec) co_return std::string();
+  long verify = SSL_get_verify_result(ssl);
+  std::string why;
+  if (timed_out)
+    why = "timed out in the TLS handshake with " + to_string(hp);
+  else if (verify != X509_V_OK)
+    why = "the certificate of " + to_string(hp) + " is not trusted (" + X509_verify_cert_error_string(verify) +
+          "; --upstream-ca adds a CA)";
+  else
+    why = "TLS handshake with " + to_string(hp) + " failed: " + ec.message();
+  ERR_clear_error();
+  c->close_upstream();
+  co_return why;
+}
+
+// Connects a fixed route again (the server closed the kept connection). "" when it is up.
+awaitable<std::string> reopen_fixed(std::shared_ptr<Conn> c, Route route) {
+  Outcome o = co_await connect_any(c, c->upstream_candidates, *route.hp.port, to_string(route.hp));
+  if (o.kind != Outcome::Kind::connected) co_return o.reason;
+  c->upstream_target = route.hp;
+  c->upstream_uses = 0;
+  if (!route.tls) co_return std::string();
+  std::string why = co_await upstream_tls(c, route.hp);
+  if (why.empty()) c->upstream_target = route.hp;
+  co_return why;
+}
+
+// A body chunk written to the client: as it is, or as one chunk of a chunked body.
+awaitable<bool> emit(Stream& to, std::string data, bool chunked) {
+  if (data.empty()) co_return true;
+  if (chunked) {
+    char size[32];
+    int n = std::snprintf(size, sizeof size, "%zx\r\n", data.size());
+    data.insert(0, size, static_cast<std::size_t>(n));
+    data += "\r\n";
   }
-  if (hosts.size() == 1) {
-    auto h = parse_authority(hosts[0], false);
-    if (!h || h->host != hp->host || (h->port && h->port != hp->port)) {
-      co_await http_error(c, 400, "Host header does not match the request target");
-      co_return false;
+  co_return co_await write_all(to, data);
+}
+
+// Relays a response body with every secret value replaced by its placeholder (Redactor). The
+// body is decoded from its framing and sent chunked (HTTP/1.1 clients) or until close
+// (HTTP/1.0), since the length changes. Trailer fields are dropped.
+awaitable<bool> relay_redacted(Stream& from, Stream& to, Framing f, Redactor& red, bool chunked_out) {
+  bool ok = true;
+  switch (f.kind) {
+    case Framing::Kind::none: break;
+    case Framing::Kind::length: {
+      std::uint64_t left = f.length;
+      while (ok && left > 0) {
+        if (from.avail() == 0) {
+          bool more = co_await from.fill();
+          if (!more) co_return false;
+        }
+        std::size_t k = static_cast<std::size_t>(std::min<std::uint64_t>(from.avail(), left));
+        std::string part = red.feed(from.view().substr(0, k));
+        from.consume(k);
+        left -= k;
+        ok = co_await emit(to, std::move(part), chunked_out);
+      }
+      break;
+    }
+    case Framing::Kind::until_close:
+      for (;;) {
+        if (from.avail() > 0) {
+          std::string part = red.feed(from.view());
+          from.reset();
+          ok = co_await emit(to, std::move(part), chunked_out);
+          if (!ok) break;
+        }
+        bool more = co_await from.fill();
+        if (!more) break;
+      }
+      break;
+    case Framing::Kind::chunked: {
+      std::string line;
+      for (;;) {
+        ReadStatus size_line = co_await read_line(from, line);
+        if (size_line != ReadStatus::ok) co_return false;
+        std::size_t digits = 0;
+        std::uint64_t size = 0;
+        while (digits < line.size() && std::isxdigit(static_cast<unsigned char>(line[digits]))) ++digits;
+        if (digits == 0 || digits > 15) co_return false;
+        std::from_chars(line.data(), line.data() + digits, size, 16);
+        if (size == 0) break;
+        while (ok && size > 0) {
+          if (from.avail() == 0) {
+            bool more = co_await from.fill();
+            if (!more) co_return false;
+          }
+          std::size_t k = static_cast<std::size_t>(std::min<std::uint64_t>(from.avail(), size));
+          std::string part = red.feed(from.view().substr(0, k));
+          from.consume(k);
+          size -= k;
+          ok = co_await emit(to, std::move(part), chunked_out);
+        }
+        if (!ok) co_return false;
+        bool crlf = co_await need(from, 2);
+        if (!crlf || from.view().substr(0, 2) != "\r\n") co_return false;
+        from.consume(2);
+      }
+      for (;;) {  // trailer fields, dropped, then the empty line
+        ReadStatus trailer = co_await read_line(from, line);
+        if (trailer != ReadStatus::ok) co_return false;
+        if (line.empty()) break;
+      }
+      break;
     }
   }
+  if (!ok) co_return false;
+  std::string held = red.finish();
+  bool tail = co_await emit(to, std::move(held), chunked_out);
+  if (!tail) co_return false;
+  if (chunked_out) co_return co_await write_all(to, "0\r\n\r\n");
+  co_return true;
+}
+
+// One request, sent upstream along `route`, and its response. True when the client connection
+// stays open. Placeholders of the secrets approved for the route's host are substituted in
+// the target and the header values; the response is scrubbed of their values.
+awaitable<bool> exchange(std::shared_ptr<Conn> c, const Message& req, Route route) {
+  std::string why;
+  const HostPort& hp = route.hp;
   auto framing = request_framing(req, why);
   if (!framing) {
     co_await http_error(c, 400, why);
@@ -1056,32 +1243,60 @@ awaitable<bool> serve_forward(std::shared_ptr<Conn> c, const Message& req) {
   }
 
   bool reused = false;
-  if (upstream_reusable(*c, *hp)) {
-    Decision d = c->core.policy.decide(*hp);
-    c->core.record(*hp, d.allowed, d.reason);
+  if (route.fixed || upstream_reusable(*c, hp)) {
+    // The policy is decided (and recorded) for every request, as for a new connection.
+    Decision d = c->core.policy.decide(hp);
+    c->core.record(hp, d.allowed, d.reason);
     if (!d.allowed) {
       c->close_upstream();
       co_await http_error(c, 403, d.reason);
       co_return false;
     }
-    reused = true;
+    if (route.fixed && !c->upstream.sock.is_open()) {
+      std::string failed = co_await reopen_fixed(c, route);
+      if (!failed.empty()) {
+        co_await http_error(c, 502, failed);
+        co_return false;
+      }
+    }
+    reused = c->upstream_uses > 0;
   } else {
     c->close_upstream();
-    Outcome opened = co_await open_upstream(c, *hp);
+    Outcome opened = co_await open_upstream(c, hp);
     if (opened.kind != Outcome::Kind::connected) {
       co_await http_error(c, http_status(opened), opened.reason);
       co_return false;
     }
-    c->upstream_target = *hp;
+    c->upstream_target = hp;
   }
 
+  Approved subs = c->core.approved(hp);
+  Redactor red(subs);
+  // Values sent in another form (percent-encoded in the target, inside Basic credentials) are
+  // scrubbed from the response in that form too.
+  for (const SecretEntry* e : subs) {
+    Approved one{e};
+    red.add(substitute_target(e->placeholder, one), e->placeholder);
+  }
   auto options = req.list("connection");
-  std::string out = req.method + " " + path + " " + req.version + "\r\n";
-  out += "Host: " + host_field(*hp) + "\r\n";
+  std::string out = req.method + " " + (subs.empty() ? route.path : substitute_target(route.path, subs)) + " " +
+                    req.version + "\r\n";
+  out += "Host: " + host_field(hp, route.tls ? 443 : 80) + "\r\n";
+  std::vector<std::pair<std::string, std::string>> forms;  // as sent, as the client wrote it
   for (const Field& f : req.fields) {
     if (iequals(f.name, "host") || iequals(f.name, "expect") || hop_by_hop(f.name, options)) continue;
-    out += f.name + ": " + f.value + "\r\n";
+    // A compressed response could not be scrubbed.
+    if (!subs.empty() && iequals(f.name, "accept-encoding")) continue;
+    std::string value = substitute_field(f.name, f.value, subs);
+    if (value != f.value && iequals(f.name, "authorization")) forms.emplace_back(value, f.value);
+    out += f.name + ": " + value + "\r\n";
   }
+  for (auto& [sent, shown] : forms) {
+    // "Basic <base64>": the credentials themselves.
+    std::size_t sp = sent.rfind(' '), sp_shown = shown.rfind(' ');
+    if (sp != std::string::npos && sp_shown != std::string::npos) red.add(sent.substr(sp + 1), shown.substr(sp_shown + 1));
+  }
+  if (!subs.empty()) out += "Accept-Encoding: identity\r\n";
   out += "\r\n";
 
   Message resp;
@@ -1091,13 +1306,14 @@ awaitable<bool> serve_forward(std::shared_ptr<Conn> c, const Message& req) {
     bool sent = true;
     if (send) {
       send = false;
-      sent = co_await write_all(c->upstream.sock, out);
+      ++c->upstream_uses;
+      sent = co_await write_all(c->upstream, out);
     }
     if (sent && framing->kind != Framing::Kind::none) {
-      if (continue_100) sent = co_await write_all(c->client.sock, "HTTP/1.1 100 Continue\r\n\r\n");
+      if (continue_100) sent = co_await write_all(c->client, "HTTP/1.1 100 Continue\r\n\r\n");
       continue_100 = false;
       // Streamed as it arrives; a failure half-way leaves nothing sensible to answer.
-      if (sent) sent = co_await relay_body(c->client, c->upstream.sock, *framing);
+      if (sent) sent = co_await relay_body(c->client, c->upstream, *framing);
       if (!sent) {
         c->close_all();
         co_return false;
@@ -1115,12 +1331,12 @@ awaitable<bool> serve_forward(std::shared_ptr<Conn> c, const Message& req) {
       if (resp.status >= 200 || resp.status == 101) break;
       // 1xx before the final response: passed on to HTTP/1.1 clients (1.0 does not know them).
       if (!client_http10) {
-        std::string info = resp.status_line + "\r\n";
+        std::string info = red.redact(resp.status_line) + "\r\n";
         auto info_options = resp.list("connection");
         for (const Field& f : resp.fields)
-          if (!hop_by_hop(f.name, info_options)) info += f.name + ": " + f.value + "\r\n";
+          if (!hop_by_hop(f.name, info_options)) info += f.name + ": " + red.redact(f.value) + "\r\n";
         info += "\r\n";
-        bool passed = co_await write_all(c->client.sock, info);
+        bool passed = co_await write_all(c->client, info);
         if (!passed) {
           c->close_all();
           co_return false;
@@ -1136,11 +1352,17 @@ awaitable<bool> serve_forward(std::shared_ptr<Conn> c, const Message& req) {
     bool nothing_received = c->upstream.avail() == 0;
     if (st == ReadStatus::closed && reused && !retried && nothing_received && framing->kind == Framing::Kind::none) {
       retried = true;
-      std::string target = to_string(*hp);
-      Outcome reopened = co_await connect_any(c, c->upstream_candidates, *hp->port, target);
-      if (reopened.kind != Outcome::Kind::connected) {
+      std::string failed;
+      if (route.fixed) {
         c->close_upstream();
-        co_await http_error(c, http_status(reopened), reopened.reason);
+        failed = co_await reopen_fixed(c, route);
+      } else {
+        Outcome reopened = co_await connect_any(c, c->upstream_candidates, *hp.port, to_string(hp));
+        if (reopened.kind != Outcome::Kind::connected) failed = reopened.reason;
+      }
+      if (!failed.empty()) {
+        c->close_upstream();
+        co_await http_error(c, 502, failed);
         co_return false;
       }
       send = true;
@@ -1169,16 +1391,26 @@ awaitable<bool> serve_forward(std::shared_ptr<Conn> c, const Message& req) {
                         (resp.version == "HTTP/1.0" && !resp.has_option("connection", "keep-alive"));
   bool close_client = client_close || rframing->kind == Framing::Kind::until_close;
   bool has_te = !resp.values("transfer-encoding").empty();
-  std::string rhead = resp.status_line + "\r\n";
+  // Scrubbing changes the body's length: it is sent chunked, or until close to HTTP/1.0.
+  bool scrub = red.active() && rframing->kind != Framing::Kind::none;
+  if (scrub && client_http10) close_client = true;
+  std::string rhead = red.redact(resp.status_line) + "\r\n";
   for (const Field& f : resp.fields) {
     if (hop_by_hop(f.name, ropts)) continue;
     if (has_te && iequals(f.name, "content-length")) continue;  // RFC 9112 6.3: TE wins
-    rhead += f.name + ": " + f.value + "\r\n";
+    if (scrub && (iequals(f.name, "content-length") || iequals(f.name, "transfer-encoding"))) continue;
+    rhead += f.name + ": " + red.redact(f.value) + "\r\n";
   }
+  if (scrub && !client_http10) rhead += "Transfer-Encoding: chunked\r\n";
   if (close_client) rhead += "Connection: close\r\n";
   rhead += "\r\n";
-  bool relayed = co_await write_all(c->client.sock, rhead);
-  if (relayed) relayed = co_await relay_body(c->upstream, c->client.sock, *rframing);
+  bool relayed = co_await write_all(c->client, rhead);
+  if (relayed) {
+    if (scrub)
+      relayed = co_await relay_redacted(c->upstream, c->client, *rframing, red, !client_http10);
+    else
+      relayed = co_await relay_body(c->upstream, c->client, *rframing);
+  }
   if (!relayed) {
     c->close_all();
     co_return false;
@@ -1187,35 +1419,193 @@ awaitable<bool> serve_forward(std::shared_ptr<Conn> c, const Message& req) {
   co_return !close_client;
 }
 
+// One absolute-form request through the forward proxy. True when the client connection stays
+// open.
+awaitable<bool> serve_forward(std::shared_ptr<Conn> c, const Message& req) {
+  std::string path;
+  auto hp = parse_absolute_uri(req.target, path);
+  if (!hp) {
+    co_await http_error(c, 400, hp.error().message());
+    co_return false;
+  }
+  if (!hp->port) hp->port = 80;
+  auto hosts = req.values("host");
+  if (hosts.size() > 1) {
+    co_await http_error(c, 400, "more than one Host header");
+    co_return false;
+  }
+  if (hosts.size() == 1) {
+    auto h = parse_authority(hosts[0], false);
+    if (!h || h->host != hp->host || (h->port && h->port != hp->port)) {
+      co_await http_error(c, 400, "Host header does not match the request target");
+      co_return false;
+    }
+  }
+  // A named Route, not a temporary: g++ 12 destroys a temporary coroutine argument twice.
+  Route forward_route{*hp, path, false, false};
+  bool kept = co_await exchange(c, req, std::move(forward_route));
+  co_return kept;
+}
+
+// Reads one request head from the client. nullopt when the connection is done (closed, or
+// answered with an error).
+awaitable<std::optional<Message>> next_request(std::shared_ptr<Conn> c) {
+  arm(c, k_head_timeout, Guard::client);
+  std::string head, why;
+  ReadStatus st = co_await read_head(c->client, head, why);
+  disarm(*c);
+  if (st == ReadStatus::closed) co_return std::nullopt;
+  if (st == ReadStatus::too_big) {
+    co_await http_error(c, 431, why);
+    co_return std::nullopt;
+  }
+  if (st == ReadStatus::bad) {
+    co_await http_error(c, 400, why);
+    co_return std::nullopt;
+  }
+  Message req;
+  if (!parse_request(head, req, why)) {
+    co_await http_error(c, 400, why);
+    co_return std::nullopt;
+  }
+  co_return req;
+}
+
+// The origin-form target of a request inside an intercepted tunnel to `hp`, or why the request
+// may not go there. The Host header (required from HTTP/1.1 clients) and an absolute-form
+// target must name the tunnel's host: a request may not borrow an approved host's tunnel to
+// reach a different name behind the same server (domain fronting).
+std::optional<std::string> tunnel_target(const Message& req, const HostPort& hp, bool tls, std::string& why) {
+  std::uint16_t default_port = tls ? 443 : 80;
+  auto same = [&](const HostPort& h) { return h.host == hp.host && h.port.value_or(default_port) == hp.port; };
+  std::string path;
+  if (req.target.front() == '/') {
+    path = req.target;
+  } else {
+    std::string_view t = req.target;
+    std::string rest;
+    // An absolute form is fine when it names this tunnel's host (https:// inside TLS).
+    std::string as_http = tls && t.size() > 8 && iequals(t.substr(0, 8), "https://") ? "http://" + std::string(t.substr(8))
+                                                                                      : std::string(t);
+    auto h = parse_absolute_uri(as_http, rest);
+    if (!h) {
+      why = "malformed request target in the tunnel to " + to_string(hp);
+      return std::nullopt;
+    }
+    if (!h->port && tls) h->port = 443;
+    if (!same(*h)) {
+      why = "request for " + to_string(*h) + " inside the tunnel to " + to_string(hp);
+      return std::nullopt;
+    }
+    path = rest;
+  }
+  auto hosts = req.values("host");
+  if (hosts.size() > 1 || (hosts.empty() && req.version != "HTTP/1.0")) {
+    why = hosts.empty() ? "missing Host header" : "more than one Host header";
+    return std::nullopt;
+  }
+  if (hosts.size() == 1) {
+    auto h = parse_authority(hosts[0], false);
+    if (!h || !same(*h)) {
+      why = "Host header '" + std::string(hosts[0]).substr(0, 300) + "' does not name " + to_string(hp) +
+            ", where this tunnel goes";
+      return std::nullopt;
+    }
+  }
+  return path;
+}
+
+// A CONNECT or SOCKS5 tunnel to a host with an approved secret, already connected upstream and
+// acknowledged to the client (ProxySecrets in proxy.hpp).
+awaitable<void> intercept(std::shared_ptr<Conn> c, HostPort hp) {
+  Core& core = c->core;
+  // TLS or not is told by the first byte: 0x16 opens a TLS handshake record.
+  arm(c, k_head_timeout, Guard::client);
+  char first = 0;
+  if (c->client.avail() > 0) {
+    first = c->client.view()[0];
+  } else {
+    std::error_code ec;
+    co_await c->client.sock.async_wait(tcp::socket::wait_read, ec_token(ec));
+    ssize_t n = ec ? -1 : ::recv(c->client.sock.native_handle(), &first, 1, MSG_PEEK);
+    if (n != 1) {
+      disarm(*c);
+      c->close_all();
+      co_return;
+    }
+  }
+  bool tls = first == 0x16;
+  std::string upstream_failure;
+  if (tls) {
+    if (c->client.avail() > 0) {
+      // A handshake sent before our reply is already buffered here, out of OpenSSL's reach.
+      disarm(*c);
+      log::debug("proxy: " + to_string(hp) + ": TLS handshake sent before the tunnel was established; closed");
+      c->close_all();
+      co_return;
+    }
+    auto leaf = core.secrets->ca.leaf(hp);
+    c->client.tls = std::make_unique<TlsStream>(c->client.sock, *core.server_tls);
+    SSL* ssl = c->client.tls->native_handle();
+    if (!leaf || SSL_use_certificate(ssl, *leaf) != 1 || SSL_use_PrivateKey(ssl, core.secrets->ca.leaf_key()) != 1) {
+      disarm(*c);
+      log::error("proxy: no certificate for " + hp.host + ": " +
+                 (leaf ? openssl_error("cannot use it") : leaf.error().message()));
+      c->close_all();
+      co_return;
+    }
+    std::error_code ec;
+    co_await c->client.tls->async_handshake(asio::ssl::stream_base::server, ec_token(ec));
+    disarm(*c);
+    if (ec) {
+      log::debug("proxy: " + to_string(hp) + ": TLS handshake with the client failed: " + ec.message());
+      ERR_clear_error();
+      c->close_all();
+      co_return;
+    }
+    upstream_failure = co_await upstream_tls(c, hp);
+  } else {
+    disarm(*c);
+  }
+  c->upstream_target = hp;
+  c->upstream_uses = 0;
+  for (;;) {
+    std::optional<Message> req = co_await next_request(c);
+    if (!req) co_return;
+    if (!upstream_failure.empty()) {
+      co_await http_error(c, 502, upstream_failure);
+      co_return;
+    }
+    std::string why;
+    if (req->method == "CONNECT") {
+      co_await http_error(c, 400, "CONNECT inside the tunnel to " + to_string(hp));
+      co_return;
+    }
+    auto path = tunnel_target(*req, hp, tls, why);
+    if (!path) {
+      core.record(hp, false, why);
+      co_await http_error(c, 403, why);
+      co_return;
+    }
+    Route tunnel_route{hp, *path, true, tls};  // named: see serve_forward
+    bool keep_alive = co_await exchange(c, *req, std::move(tunnel_route));
+    if (!keep_alive) co_return;
+  }
+}
+
 awaitable<void> serve_http(std::shared_ptr<Conn> c) {
   for (;;) {
-    arm(c, k_head_timeout, Guard::client);
-    std::string head, why;
-    ReadStatus st = co_await read_head(c->client, head, why);
-    disarm(*c);
-    if (st == ReadStatus::closed) co_return;
-    if (st == ReadStatus::too_big) {
-      co_await http_error(c, 431, why);
+    std::optional<Message> req = co_await next_request(c);
+    if (!req) co_return;
+    if (req->method == "CONNECT") {
+      co_await serve_connect(c, *req);
       co_return;
     }
-    if (st == ReadStatus::bad) {
-      co_await http_error(c, 400, why);
-      co_return;
-    }
-    Message req;
-    if (!parse_request(head, req, why)) {
-      co_await http_error(c, 400, why);
-      co_return;
-    }
-    if (req.method == "CONNECT") {
-      co_await serve_connect(c, req);
-      co_return;
-    }
-    if (req.target.front() == '/' || req.target == "*") {
+    if (req->target.front() == '/' || req->target == "*") {
       co_await http_error(c, 400, "origin-form request: this is a proxy, send the absolute URI (http://host/path)");
       co_return;
     }
-    bool keep_alive = co_await serve_forward(c, req);
+    bool keep_alive = co_await serve_forward(c, *req);
     if (!keep_alive) co_return;
   }
 }
@@ -1232,7 +1622,7 @@ awaitable<void> serve(std::shared_ptr<Conn> c) {
       // SOCKS4 and 4a: VN 0, CD 91 "rejected or failed", then DSTPORT and DSTIP (unused).
       disarm(*c);
       const char reply[8] = {0, 0x5b, 0, 0, 0, 0, 0, 0};
-      bool sent = co_await write_all(c->client.sock, std::string_view(reply, sizeof reply));
+      bool sent = co_await write_all(c->client, std::string_view(reply, sizeof reply));
       if (sent) co_await linger_close(c);
       break;
     }
@@ -1284,7 +1674,8 @@ void raise_fd_limit() {
 }  // namespace
 
 struct Proxy::Impl {
-  Impl(NetPolicy p, std::function<void(const NetEvent&)> f) : core(std::move(p), std::move(f)) {}
+  Impl(NetPolicy p, std::function<void(const NetEvent&)> f, std::optional<ProxySecrets> s)
+      : core(std::move(p), std::move(f), std::move(s)) {}
 
   Core core;
   // Reset by stop(): destroying the io_context destroys every suspended connection, which
@@ -1319,14 +1710,15 @@ void fuzz_socks_request(std::string_view v) {
   if (n == 0 || v.size() < n) return;
   static auto policy = NetPolicy::make({}, {}, {}, true);
   if (!policy) return;
-  Core core(*policy, {});
+  Core core(*policy, {}, std::nullopt);
   HostPort hp;
   (void)parse_socks_request(v.substr(0, n), core, hp);
 }
 #endif
 
-Proxy::Proxy(int listen_fd, NetPolicy policy, std::function<void(const NetEvent&)> on_event)
-    : m_impl(std::make_unique<Impl>(std::move(policy), std::move(on_event))) {
+Proxy::Proxy(int listen_fd, NetPolicy policy, std::function<void(const NetEvent&)> on_event,
+             std::optional<ProxySecrets> secrets)
+    : m_impl(std::make_unique<Impl>(std::move(policy), std::move(on_event), std::move(secrets))) {
   sockaddr_storage ss{};
   socklen_t len = sizeof ss;
   tcp protocol = tcp::v4();

@@ -19,9 +19,12 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "net/rules.hpp"
+#include "net/secrets.hpp"
+#include "net/tls.hpp"
 
 namespace zb::net {
 
@@ -37,6 +40,20 @@ struct NetEvent {
   std::string reason;  // why it was refused, or "" when allowed
 };
 
+// Secrets (secrets.hpp): the connections to a host with an approved secret are intercepted.
+// A CONNECT or SOCKS5 tunnel to such a host whose first byte is a TLS handshake record is
+// terminated with a leaf certificate of `ca` for the name the client asked for, and a new
+// TLS connection to the upstream server is verified against the system's trust store (plus
+// --upstream-ca) and that name; any other first byte is taken as plain HTTP. Inside, requests
+// must name the same host (Host header, or an absolute-form target); placeholders are
+// substituted in each request and values scrubbed from each response (secrets.hpp). The
+// plain-HTTP forward proxy does the same for requests to such a host.
+struct ProxySecrets {
+  SecretSet secrets;
+  CertAuthority ca;
+  TlsContexts tls;
+};
+
 struct ProxyStats {
   std::uint64_t allowed = 0;
   std::uint64_t denied = 0;
@@ -46,7 +63,8 @@ class Proxy {
  public:
   // listen_fd: a listening TCP socket (taken over; closed at once if Asio cannot use it, which
   // is logged). on_event runs on the proxy thread and must not call stop().
-  Proxy(int listen_fd, NetPolicy policy, std::function<void(const NetEvent&)> on_event);
+  Proxy(int listen_fd, NetPolicy policy, std::function<void(const NetEvent&)> on_event,
+        std::optional<ProxySecrets> secrets = std::nullopt);
   ~Proxy();  // stops and joins
   Proxy(const Proxy&) = delete;
   Proxy& operator=(const Proxy&) = delete;

@@ -112,6 +112,14 @@ bool ip_equal(const HostPort& x, const HostPort& y) {
   return a && b && unmapped(*a) == unmapped(*b);
 }
 
+std::string with_article(const std::string& kind) {
+  if (kind.starts_with("this ")) return kind;
+  bool vowel = !kind.empty() && std::strchr("aeiouAEIOU", kind.front()) != nullptr;
+  return (vowel ? "an " : "a ") + kind;
+}
+
+}  // namespace
+
 bool matches(const Rule& r, const HostPort& hp) {
   if (r.target.port && r.target.port != hp.port) return false;
   if (r.wildcard) {
@@ -125,14 +133,6 @@ bool matches(const Rule& r, const HostPort& hp) {
   }
   return ip_equal(r.target, hp);
 }
-
-std::string with_article(const std::string& kind) {
-  if (kind.starts_with("this ")) return kind;
-  bool vowel = !kind.empty() && std::strchr("aeiouAEIOU", kind.front()) != nullptr;
-  return (vowel ? "an " : "a ") + kind;
-}
-
-}  // namespace
 
 Result<Rule> parse_rule(std::string_view s) { return parse_rule(s, true); }
 
@@ -271,6 +271,10 @@ Decision NetPolicy::decide(const HostPort& hp) const {
   if (!found && !m_allow_all) return Decision{false, "not in --allow-net", false};
   if (hp.kind == HostKind::Name && resolved(hp.host)) explicit_name = true;
   return Decision{true, "", explicit_name};
+}
+
+bool NetPolicy::denied(const HostPort& hp) const {
+  return std::any_of(m_deny.begin(), m_deny.end(), [&](const Rule& r) { return matches(r, hp); });
 }
 
 std::optional<Address> NetPolicy::resolved(const std::string& host) const {

@@ -39,6 +39,11 @@ Result<Rule> parse_rule(std::string_view s);
 // every port opens nothing.
 Result<Rule> parse_rule(std::string_view s, bool loopback_needs_port);
 
+// Whether a rule matches a requested host and port (hp.port set): the rule's port if it has
+// one, then the name exactly, a wildcard's subdomains, or the same IP address (comparing
+// ::ffff:a.b.c.d as a.b.c.d).
+bool matches(const Rule& r, const HostPort& hp);
+
 // An IP address, v4 or v6, in network byte order.
 struct Address {
   int family = AF_INET;  // AF_INET or AF_INET6
@@ -83,6 +88,8 @@ class NetPolicy {
   // or wildcard rule, an IP literal only by an IP rule (comparing ::ffff:a.b.c.d as
   // a.b.c.d), anything by allow_all; else "not in --allow-net".
   Decision decide(const HostPort& hp) const;
+  // Whether a --deny-net rule matches.
+  bool denied(const HostPort& hp) const;
 
   // The --resolve mapping for a normalised host name (HostPort::host), if any.
   std::optional<Address> resolved(const std::string& host) const;

@@ -94,6 +94,21 @@ bool execute_plan(const Plan& plan, const char* staging, const char* cwd, MountF
   int fd = ::open(".zb/denied", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0);
   if (fd < 0) return failed(f, MountStep::Staging);
   ::close(fd);
+  for (const auto& [name, content] : plan.files) {
+    fd = ::open(name.c_str() + 1, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0444);  // relative to staging
+    if (fd < 0) return failed(f, MountStep::Staging);
+    std::size_t done = 0;
+    while (done < content.size()) {
+      ssize_t n = ::write(fd, content.data() + done, content.size() - done);
+      if (n <= 0) {
+        if (n < 0 && errno == EINTR) continue;
+        ::close(fd);
+        return failed(f, MountStep::Staging);
+      }
+      done += static_cast<std::size_t>(n);
+    }
+    ::close(fd);
+  }
   // The staging tmpfs becomes the root; the host's root moves to /oldroot.
   if (::syscall(SYS_pivot_root, ".", "oldroot") != 0) return failed(f, MountStep::PivotStaging);
   if (::chdir("/") != 0) return failed(f, MountStep::PivotStaging);

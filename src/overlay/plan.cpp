@@ -428,11 +428,19 @@ Plan build_plan(const policy::FsRules& fs, const MountTable& mounts, const std::
   for (const auto& s : fs.socket_dirs) b.ro_view(s);
   for (const auto& m : fs.masked) b.mask(m);
 
+  // Secrets: the trust bundle (system CAs and the run's CA), read-only over each system bundle.
+  // The file itself is written into the staging root by execute_plan.
+  for (const auto& t : opts.ca_bundle_targets) {
+    b.op({.kind = OpKind::Bind, .src = k_ca_bundle, .dst = in_new(t), .optional = true});
+    b.op({.kind = OpKind::ReadOnly, .dst = in_new(t), .optional = true});
+  }
+
   // 7. Seal the skeletons.
   if (skeleton) b.op({.kind = OpKind::ReadOnly, .dst = k_new});
   b.op({.kind = OpKind::ReadOnly, .dst = in_new("/dev")});
 
   Plan plan = b.take();
+  if (!opts.ca_bundle_targets.empty()) plan.files.emplace_back(k_ca_bundle, opts.ca_bundle);
   plan.scratch_dirs = {std::string(k_internal) + "/scratch/tmp/upper", std::string(k_internal) + "/scratch/tmp/work",
                        std::string(k_internal) + "/scratch/vartmp/upper", std::string(k_internal) + "/scratch/vartmp/work"};
   return plan;

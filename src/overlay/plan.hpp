@@ -10,6 +10,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "overlay/mountinfo.hpp"
@@ -22,6 +23,7 @@ inline constexpr const char* k_new = "/newroot";
 inline constexpr const char* k_internal = "/.zb";
 inline constexpr const char* k_empty_dir = "/.zb/empty";
 inline constexpr const char* k_denied_file = "/.zb/denied";
+inline constexpr const char* k_ca_bundle = "/.zb/ca-bundle.pem";
 
 enum class OpKind {
   Mkdir,      // mkdir dst (mode); an existing directory is fine
@@ -54,6 +56,8 @@ struct Plan {
   std::vector<std::string> tracked;
   std::vector<std::string> notes;  // decisions worth showing in --debug
   std::vector<std::string> scratch_dirs;  // staging dirs to create before the ops run
+  // Files written into the staging root before the ops run (path, content), mode 0444.
+  std::vector<std::pair<std::string, std::string>> files;
 };
 
 struct PlanOptions {
@@ -66,6 +70,10 @@ struct PlanOptions {
   // whole store (masked by the caller through fs.masked).
   std::string session_dir;
   std::string store_dir;
+  // Secrets: the trust bundle, shown read-only at each of these host paths (the system's CA
+  // bundles that exist here, canonical).
+  std::string ca_bundle;
+  std::vector<std::string> ca_bundle_targets;
 };
 
 Plan build_plan(const policy::FsRules& fs, const MountTable& mounts, const std::string& cwd,

@@ -6,8 +6,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <fstream>
 #include <set>
+#include <sstream>
 
+#include "net/secrets.hpp"
+#include "net/tls.hpp"
 #include "util/log.hpp"
 #include "util/path.hpp"
 
@@ -207,6 +211,38 @@ Result<void> tracked_roots(Policy& p, const Caller& c) {
   return {};
 }
 
+// Secrets (CLI.md "Secrets"): values read from their files, checked, given placeholders; each
+// --secret-file is masked in the sandbox (added to --deny-read).
+Result<void> finalize_secrets(Policy& p, const Caller& c) {
+  if (p.secrets.empty()) return {};
+  if (p.no_sandbox) return fail_msg("secrets need the sandbox's proxy; they cannot be used with --no-sandbox");
+  std::set<std::string> keys;
+  for (auto& s : p.secrets) {
+    std::string flag = s.file.empty() ? "--secret " + s.key : "--secret-file " + s.key;
+    if (!keys.insert(s.key).second) return fail_msg(flag + ": " + s.key + " is given more than once");
+    for (const auto& [k, v] : p.env_set) {
+      if (k == s.key) return fail_msg(flag + ": --env " + k + " sets the same variable");
+    }
+    if (!s.file.empty()) {
+      std::string abs = path::absolute(s.file, c.cwd, c.home);
+      std::ifstream in(abs, std::ios::binary);
+      if (!in) return fail(flag + "=" + log::quote(abs));
+      std::ostringstream ss;
+      ss << in.rdbuf();
+      if (in.bad()) return fail(flag + "=" + log::quote(abs));
+      s.value = ss.str();
+      if (!s.value.empty() && s.value.back() == '\n') s.value.pop_back();
+      p.deny_read.push_back(abs);
+    }
+    std::string bad = net::invalid_secret_value(s.value);
+    if (!bad.empty()) return fail_msg(flag + ": " + bad);
+    auto placeholder = net::make_placeholder();
+    if (!placeholder) return std::unexpected(placeholder.error());
+    s.placeholder = std::move(*placeholder);
+  }
+  return {};
+}
+
 }  // namespace
 
 Result<void> finalize(Policy& p, const Caller& c) {
@@ -236,6 +272,11 @@ Result<void> finalize(Policy& p, const Caller& c) {
                   (path::is_under(w, "/dev") && !path::is_under(w, "/dev/shm"));
     if (kernel) return fail_msg("--allow-write " + log::quote(w) + ": kernel interfaces (/proc, /sys, /dev) cannot be made writable");
   }
+  if (auto r = finalize_secrets(p, at_cwd); !r) return r;
+  for (auto& f : p.upstream_ca) {
+    f = path::absolute(f, at_cwd.cwd, at_cwd.home);
+    if (::access(f.c_str(), R_OK) != 0) return fail("--upstream-ca " + log::quote(f));
+  }
   if (auto r = canonical_list(p.deny_read, "--deny-read", at_cwd, false, false); !r) return r;
   if (auto r = canonical_list(p.deny_write, "--deny-write", at_cwd, false, false); !r) return r;
 
@@ -244,11 +285,8 @@ Result<void> finalize(Policy& p, const Caller& c) {
       return fail_msg("working directory " + log::quote(p.cwd) + " is inside denied path " + log::quote(d));
     }
   }
-  if (p.net == NetMode::Host && !p.deny_net.empty()) p.allow_net_all = true;
+  if (p.net == NetMode::Host && (!p.deny_net.empty() || !p.secrets.empty())) p.allow_net_all = true;
   if (!p.allow_net.empty() || !p.deny_net.empty() || !p.secrets.empty()) p.net = NetMode::Filtered;
-  if (!p.secrets.empty() && !p.no_sandbox) {
-    return fail_msg("secrets (--secret, --secret-file) are not available in this build");
-  }
   if (p.snapshot != SnapshotMode::Off) {
     if (auto r = tracked_roots(p, at_cwd); !r) return r;
   } else if (!p.snapshot_paths.empty() || !p.snapshot_exclude.empty()) {
@@ -515,6 +553,18 @@ std::vector<std::string> build_env(const Policy& p, const Caller& c) {
     env["NODE_USE_ENV_PROXY"] = "1";
   }
   for (const auto& kv : p.env_set) env[kv.first] = kv.second;
+  if (!p.secrets.empty() && !p.no_sandbox) {
+    for (const auto& s : p.secrets) env[s.key] = s.placeholder;
+    // The trust bundle with the run's CA is shown at the system bundle's path (run.cpp); the
+    // usual variables name it too, for clients that look nowhere else.
+    for (const auto& b : net::system_bundle_paths()) {
+      if (::access(b.c_str(), R_OK) != 0) continue;
+      for (const char* k : {"SSL_CERT_FILE", "NODE_EXTRA_CA_CERTS", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE",
+                            "GIT_SSL_CAINFO", "PIP_CERT"})
+        env[k] = b;
+      break;
+    }
+  }
   std::vector<std::string> out;
   out.reserve(env.size());
   for (const auto& kv : env) out.push_back(kv.first + "=" + kv.second);

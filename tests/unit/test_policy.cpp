@@ -56,7 +56,7 @@ TEST_CASE("finalize refuses an allow path whose parent is missing, and a cwd ins
   CHECK_FALSE(policy::finalize(m, c));
 }
 
-TEST_CASE("domain rules mean filtered mode; secrets are refused with a clear message until they land") {
+TEST_CASE("domain rules and secrets mean filtered mode; secrets get placeholders") {
   test::TempDir t;
   auto c = caller_in(t.path(), t.path());
   zerobox::Policy p;
@@ -77,10 +77,51 @@ TEST_CASE("domain rules mean filtered mode; secrets are refused with a clear mes
   CHECK(q.allow_net_all);
   zerobox::Policy s;
   s.argv = {"true"};
-  s.secrets = {{"K", "v", {}, {}}};
-  auto r = policy::finalize(s, c);
-  REQUIRE_FALSE(r);
-  CHECK(r.error().message().find("not available in this build") != std::string::npos);
+  s.secrets = {{"K", "value-1234", {}, {}, {}}};
+  REQUIRE(policy::finalize(s, c));
+  CHECK(s.net == zerobox::NetMode::Filtered);
+  const std::string& ph = s.secrets[0].placeholder;
+  REQUIRE(ph.size() == 15 + 64);
+  CHECK(ph.starts_with("ZEROBOX_SECRET_"));
+  CHECK(ph.find_first_not_of("0123456789abcdef", 15) == std::string::npos);
+  auto senv = policy::build_env(s, c);
+  CHECK(has(senv, "K=" + ph));
+  for (const auto& kv : senv) CHECK(kv.find("value-1234") == std::string::npos);
+}
+
+TEST_CASE("secrets: files, conflicts and bad values") {
+  test::TempDir t;
+  auto c = caller_in(t.path(), t.path());
+  auto with = [&](std::vector<zerobox::Secret> secrets, auto&& edit) {
+    zerobox::Policy p;
+    p.argv = {"true"};
+    p.secrets = std::move(secrets);
+    edit(p);
+    auto r = policy::finalize(p, c);
+    return std::make_pair(r ? std::string() : r.error().message(), p);
+  };
+  auto none = [](zerobox::Policy&) {};
+
+  test::write_file(t / "key", "from-a-file\n");
+  auto [err, p] = with({{"K", "", {}, t / "key", {}}}, none);
+  CHECK(err == "");
+  CHECK(p.secrets[0].value == "from-a-file");  // one trailing newline stripped
+  CHECK(std::find(p.deny_read.begin(), p.deny_read.end(), t / "key") != p.deny_read.end());
+
+  CHECK(with({{"K", "", {}, t / "missing", {}}}, none).first.find("--secret-file K") != std::string::npos);
+  CHECK(with({{"K", "", {}, {}, {}}}, none).first.find("empty") != std::string::npos);
+  CHECK(with({{"K", "a\r\nX-Evil: 1", {}, {}, {}}}, none).first.find("control character") != std::string::npos);
+  CHECK(with({{"K", "one-value", {}, {}, {}}, {"K", "two-value", {}, {}, {}}}, none).first.find("more than once") !=
+        std::string::npos);
+  CHECK(with({{"K", "one-value", {}, {}, {}}}, [](zerobox::Policy& q) { q.env_set = {{"K", "x"}}; })
+            .first.find("--env K") != std::string::npos);
+  CHECK(with({{"K", "one-value", {}, {}, {}}}, [](zerobox::Policy& q) { q.no_sandbox = true; })
+            .first.find("--no-sandbox") != std::string::npos);
+  // -A or a bare --allow-net with a secret: everything through the proxy.
+  auto [err2, all] = with({{"K", "one-value", {}, {}, {}}}, [](zerobox::Policy& q) { q.allow_all = true; });
+  CHECK(err2 == "");
+  CHECK(all.net == zerobox::NetMode::Filtered);
+  CHECK(all.allow_net_all);
 }
 
 TEST_CASE("protected names inside writable roots are read-only or reported absent") {

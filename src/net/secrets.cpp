@@ -1,0 +1,209 @@
+#include "net/secrets.hpp"
+
+#include <sys/random.h>
+
+#include <algorithm>
+
+#include "util/text.hpp"
+
+namespace zb::net {
+
+Result<std::string> make_placeholder() {
+  unsigned char b[32];
+  if (::getrandom(b, sizeof b, 0) != static_cast<ssize_t>(sizeof b)) return fail("getrandom");
+  static constexpr char k_hex[] = "0123456789abcdef";
+  std::string out(k_placeholder_prefix);
+  for (unsigned char c : b) {
+    out += k_hex[c >> 4];
+    out += k_hex[c & 15];
+  }
+  return out;
+}
+
+std::string invalid_secret_value(std::string_view value) {
+  if (value.empty()) return "the value is empty";
+  for (char ch : value) {
+    auto u = static_cast<unsigned char>(ch);
+    if ((u < 0x20 && ch != '\t') || u == 0x7f)
+      return "the value contains a control character (a line break or NUL would split an HTTP header)";
+  }
+  return {};
+}
+
+std::vector<const SecretEntry*> SecretSet::for_host(const HostPort& hp) const {
+  std::vector<const SecretEntry*> out;
+  if (m_allow_net.denied(hp)) return out;
+  std::optional<bool> allowed;  // decided once, and only if a secret without rules asks
+  for (const auto& e : m_entries) {
+    bool applies = false;
+    if (!e.hosts.empty()) {
+      applies = std::any_of(e.hosts.begin(), e.hosts.end(), [&](const Rule& r) { return matches(r, hp); });
+    } else {
+      if (!allowed) allowed = m_allow_net.decide(hp).allowed;
+      applies = *allowed;
+    }
+    if (applies) out.push_back(&e);
+  }
+  return out;
+}
+
+namespace {
+
+// Replaces every occurrence of each placeholder, leftmost first; `encode` turns a value into
+// what is written in its place.
+template <class Encode>
+std::string replace_placeholders(std::string_view s, const Approved& subs, Encode encode) {
+  if (subs.empty() || s.find(k_placeholder_prefix) == std::string_view::npos) return std::string(s);
+  std::string out;
+  std::size_t i = 0;
+  while (i < s.size()) {
+    std::size_t at = s.find(k_placeholder_prefix, i);
+    if (at == std::string_view::npos) break;
+    const SecretEntry* hit = nullptr;
+    for (const SecretEntry* e : subs) {
+      if (s.substr(at, e->placeholder.size()) == e->placeholder) {
+        hit = e;
+        break;
+      }
+    }
+    out.append(s.substr(i, at - i));
+    if (hit) {
+      out += encode(hit->value);
+      i = at + hit->placeholder.size();
+    } else {
+      out.append(k_placeholder_prefix);
+      i = at + k_placeholder_prefix.size();
+    }
+  }
+  out.append(s.substr(std::min(i, s.size())));
+  return out;
+}
+
+bool target_safe(unsigned char u) {
+  if (u <= 0x20 || u >= 0x7f) return false;
+  return std::string_view("\"<>\\^`{|}#").find(static_cast<char>(u)) == std::string_view::npos;
+}
+
+bool iequals_ascii(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           auto l = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; };
+           return l(x) == l(y);
+         });
+}
+
+}  // namespace
+
+std::string substitute(std::string_view s, const Approved& subs) {
+  return replace_placeholders(s, subs, [](const std::string& v) { return v; });
+}
+
+std::string substitute_target(std::string_view target, const Approved& subs) {
+  return replace_placeholders(target, subs, [](const std::string& v) {
+    static constexpr char k_hex[] = "0123456789ABCDEF";
+    std::string out;
+    for (char ch : v) {
+      auto u = static_cast<unsigned char>(ch);
+      if (target_safe(u)) {
+        out += ch;
+      } else {
+        out += '%';
+        out += k_hex[u >> 4];
+        out += k_hex[u & 15];
+      }
+    }
+    return out;
+  });
+}
+
+std::string substitute_field(std::string_view name, std::string_view value, const Approved& subs) {
+  if (subs.empty()) return std::string(value);
+  if (iequals_ascii(name, "authorization") && value.size() > 6 && iequals_ascii(value.substr(0, 6), "basic ")) {
+    std::size_t start = 6;
+    while (start < value.size() && value[start] == ' ') ++start;
+    if (auto creds = text::unbase64(value.substr(start))) {
+      std::string replaced = substitute(*creds, subs);
+      if (replaced != *creds) return std::string(value.substr(0, start)) + text::base64(replaced);
+    }
+  }
+  return substitute(value, subs);
+}
+
+Redactor::Redactor(const Approved& subs) {
+  for (const SecretEntry* e : subs) {
+    if (e->value.size() < k_min_redacted) continue;
+    m_pairs.emplace_back(e->value, e->placeholder);
+    m_hold = std::max(m_hold, e->value.size() - 1);
+  }
+  // The longest value first, so that a value containing another is replaced whole.
+  std::sort(m_pairs.begin(), m_pairs.end(), [](const auto& a, const auto& b) { return a.first.size() > b.first.size(); });
+}
+
+void Redactor::add(std::string sent, std::string shown) {
+  if (sent.size() < k_min_redacted || sent == shown) return;
+  for (const auto& p : m_pairs)
+    if (p.first == sent) return;
+  m_hold = std::max(m_hold, sent.size() - 1);
+  m_pairs.emplace_back(std::move(sent), std::move(shown));
+  std::sort(m_pairs.begin(), m_pairs.end(), [](const auto& a, const auto& b) { return a.first.size() > b.first.size(); });
+}
+
+std::string Redactor::redact(std::string_view s) const {
+  if (m_pairs.empty()) return std::string(s);
+  std::string out;
+  std::size_t i = 0;
+  while (i < s.size()) {
+    std::size_t best = std::string_view::npos;
+    const std::pair<std::string, std::string>* hit = nullptr;
+    for (const auto& p : m_pairs) {
+      std::size_t at = s.find(p.first, i);
+      if (at < best) {
+        best = at;
+        hit = &p;
+      }
+    }
+    if (!hit) break;
+    out.append(s.substr(i, best - i));
+    out += hit->second;
+    i = best + hit->first.size();
+  }
+  out.append(s.substr(std::min(i, s.size())));
+  return out;
+}
+
+std::string Redactor::feed(std::string_view in) {
+  if (m_pairs.empty()) return std::string(in);
+  m_pending.append(in);
+  // Find every whole value in what is pending, then keep back the tail that could still
+  // grow into one: a value starting at or after size - m_hold cannot be complete yet.
+  std::string out;
+  std::size_t i = 0;
+  std::string_view s = m_pending;
+  for (;;) {
+    std::size_t best = std::string_view::npos;
+    const std::pair<std::string, std::string>* hit = nullptr;
+    for (const auto& p : m_pairs) {
+      std::size_t at = s.find(p.first, i);
+      if (at < best) {
+        best = at;
+        hit = &p;
+      }
+    }
+    if (!hit) break;
+    out.append(s.substr(i, best - i));
+    out += hit->second;
+    i = best + hit->first.size();
+  }
+  std::size_t keep_from = s.size() > m_hold ? s.size() - m_hold : 0;
+  keep_from = std::max(keep_from, i);
+  out.append(s.substr(i, keep_from - i));
+  m_pending.erase(0, keep_from);
+  return out;
+}
+
+std::string Redactor::finish() {
+  std::string out = redact(m_pending);
+  m_pending.clear();
+  return out;
+}
+
+}  // namespace zb::net

@@ -1,0 +1,89 @@
+// Secrets (CLI.md "Secrets"): the sandbox holds a placeholder, ZEROBOX_SECRET_<64 hex>, and
+// the proxy puts the real value in its place in requests to the secret's approved hosts: in
+// the request target and in header values, including inside the base64 of Basic
+// credentials. Nothing is substituted toward any other host, and never in responses; the
+// other way round, responses from an approved host have the real value replaced by the
+// placeholder (headers, and identity-coded bodies), so a server that echoes a request back
+// does not hand the value to the sandbox.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "net/rules.hpp"
+#include "util/error.hpp"
+
+namespace zb::net {
+
+inline constexpr std::string_view k_placeholder_prefix = "ZEROBOX_SECRET_";
+// Values shorter than this are not scrubbed from responses: replacing every occurrence of a
+// three-byte string would corrupt ordinary content. zerobox warns about such values.
+inline constexpr std::size_t k_min_redacted = 8;
+
+struct SecretEntry {
+  std::string key;
+  std::string placeholder;
+  std::string value;
+  std::vector<Rule> hosts;  // --secret-host; empty: every host the network policy allows
+};
+
+// A new placeholder: the prefix and 32 random bytes in hex.
+Result<std::string> make_placeholder();
+
+// Why a value cannot be a secret (empty, or a control byte that would end or split an
+// HTTP header line), or "" when it can.
+std::string invalid_secret_value(std::string_view value);
+
+class SecretSet {
+ public:
+  // allow_net: the policy of --allow-net and --deny-net alone (without the --secret-host
+  // names, which it would otherwise allow for every secret).
+  SecretSet(std::vector<SecretEntry> entries, NetPolicy allow_net)
+      : m_entries(std::move(entries)), m_allow_net(std::move(allow_net)) {}
+
+  const std::vector<SecretEntry>& entries() const { return m_entries; }
+
+  // The secrets approved for this host and port: those whose --secret-host rules match it,
+  // and those without rules when --allow-net allows it; never a host --deny-net names. The
+  // proxy terminates TLS exactly for the hosts where this is not empty.
+  std::vector<const SecretEntry*> for_host(const HostPort& hp) const;
+
+ private:
+  std::vector<SecretEntry> m_entries;
+  NetPolicy m_allow_net;
+};
+
+using Approved = std::vector<const SecretEntry*>;
+
+// Every placeholder of `subs` in s replaced by its value.
+std::string substitute(std::string_view s, const Approved& subs);
+// The same for a request target: bytes of a value that may not appear in a request target
+// (controls, space, non-ASCII, '"' '<' '>' '\' '^' '`' '{' '|' '}' '#') are percent-encoded.
+std::string substitute_target(std::string_view target, const Approved& subs);
+// The same for a header value; for Authorization with the Basic scheme, also inside the
+// base64 of the credentials.
+std::string substitute_field(std::string_view name, std::string_view value, const Approved& subs);
+
+// Streams text with every value (of k_min_redacted bytes or more) replaced by its
+// placeholder. Holds back the bytes that could be the start of a value split across two
+// calls; finish() returns them.
+class Redactor {
+ public:
+  explicit Redactor(const Approved& subs);
+  // One more string to scrub: a form the value was sent in (the base64 of Basic credentials,
+  // a percent-encoded value), shown as the form the client sent. Call before feed().
+  void add(std::string sent, std::string shown);
+  bool active() const { return !m_pairs.empty(); }
+  std::string feed(std::string_view in);
+  std::string finish();
+  // A complete string (a header value).
+  std::string redact(std::string_view s) const;
+
+ private:
+  std::vector<std::pair<std::string, std::string>> m_pairs;  // value, placeholder
+  std::size_t m_hold = 0;                                    // longest value - 1
+  std::string m_pending;
+};
+
+}  // namespace zb::net

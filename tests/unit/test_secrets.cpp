@@ -1,0 +1,181 @@
+// Tests for src/net/secrets.cpp and src/net/tls.cpp
+#include <doctest/doctest.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+#include <openssl/x509v3.h>
+
+#include <string>
+
+#include "net/secrets.hpp"
+#include "net/tls.hpp"
+#include "util/text.hpp"
+
+using namespace zb;
+using namespace zb::net;
+
+namespace {
+
+SecretEntry entry(const std::string& key, const std::string& value, std::vector<std::string> hosts = {}) {
+  SecretEntry e{key, *make_placeholder(), value, {}};
+  for (const auto& h : hosts) e.hosts.push_back(*parse_rule(h));
+  return e;
+}
+
+HostPort hostport(const std::string& s) { return *parse_authority(s, true); }
+
+}  // namespace
+
+TEST_CASE("placeholders are the prefix and 64 random hex digits") {
+  auto a = make_placeholder(), b = make_placeholder();
+  REQUIRE(a);
+  REQUIRE(b);
+  CHECK(a->size() == k_placeholder_prefix.size() + 64);
+  CHECK(a->starts_with(k_placeholder_prefix));
+  CHECK(*a != *b);
+}
+
+TEST_CASE("secret values that would break a header line are refused") {
+  CHECK(invalid_secret_value("") != "");
+  CHECK(invalid_secret_value("a\r\nb") != "");
+  CHECK(invalid_secret_value(std::string("a\0b", 3)) != "");
+  CHECK(invalid_secret_value("a\x7f") != "");
+  CHECK(invalid_secret_value("sk-abc\tdef ghi") == "");
+}
+
+TEST_CASE("a secret applies to its --secret-host rules, or to every allowed host") {
+  // The policy of --allow-net and --deny-net alone, as run.cpp makes it.
+  auto allow_net = NetPolicy::make({"allowed.com", "*.wild.com"}, {"denied.api.com"}, {}, false);
+  REQUIRE(allow_net);
+  SecretSet set({entry("A", "value-aaaa", {"api.com", "*.api.com:443"}), entry("B", "value-bbbb")}, *allow_net);
+  auto keys = [&](const std::string& hp) {
+    std::string out;
+    for (const auto* e : set.for_host(hostport(hp))) out += e->key;
+    return out;
+  };
+  CHECK(keys("api.com:443") == "A");           // B: api.com is not in --allow-net
+  CHECK(keys("api.com:80") == "A");
+  CHECK(keys("x.api.com:443") == "A");
+  CHECK(keys("x.api.com:80") == "");           // the rule's port
+  CHECK(keys("denied.api.com:443") == "");     // --deny-net wins
+  CHECK(keys("allowed.com:443") == "B");       // no rules: every host --allow-net allows
+  CHECK(keys("a.wild.com:443") == "B");
+  CHECK(keys("other.com:443") == "");
+  CHECK(keys("notapi.com:443") == "");
+
+  // A bare --allow-net (or -A): a secret without rules applies everywhere but the denied.
+  auto all = NetPolicy::make({}, {"evil.com"}, {}, true);
+  REQUIRE(all);
+  SecretSet everywhere({entry("C", "value-cccc")}, *all);
+  CHECK(everywhere.for_host(hostport("any.org:443")).size() == 1);
+  CHECK(everywhere.for_host(hostport("evil.com:443")).empty());
+}
+
+TEST_CASE("substitution: target, headers and Basic credentials, only approved placeholders") {
+  auto a = entry("A", "s3cret value/é");
+  auto b = entry("B", "other-secret");
+  Approved only_a{&a};
+  std::string pa = a.placeholder, pb = b.placeholder;
+
+  CHECK(substitute("Bearer " + pa, only_a) == "Bearer s3cret value/é");
+  CHECK(substitute(pa + pa, only_a) == "s3cret value/és3cret value/é");
+  CHECK(substitute("Bearer " + pb, only_a) == "Bearer " + pb);  // not approved: untouched
+  CHECK(substitute("x" + std::string(k_placeholder_prefix) + "zz", only_a) == "x" + std::string(k_placeholder_prefix) + "zz");
+  CHECK(substitute("Bearer " + pa, {}) == "Bearer " + pa);
+
+  // In a request target, what may not appear there is percent-encoded.
+  CHECK(substitute_target("/v1?key=" + pa + "&x=1", only_a) == "/v1?key=s3cret%20value/%C3%A9&x=1");
+
+  // Basic credentials: inside the base64.
+  std::string creds = text::base64("user:" + pa);
+  std::string out = substitute_field("Authorization", "Basic " + creds, only_a);
+  REQUIRE(out.starts_with("Basic "));
+  CHECK(*text::unbase64(out.substr(6)) == "user:s3cret value/é");
+  CHECK(substitute_field("authorization", "basic " + text::base64("u:" + pb), only_a) == "basic " + text::base64("u:" + pb));
+  CHECK(substitute_field("X-Api-Key", pa, only_a) == "s3cret value/é");
+}
+
+TEST_CASE("responses are scrubbed of values, also split across reads") {
+  auto a = entry("A", "0123456789abcdef");
+  auto shortv = entry("S", "abc");
+  Approved subs{&a, &shortv};
+  Redactor red(subs);
+  CHECK(red.active());
+  CHECK(red.redact("x0123456789abcdefy abc") == "x" + a.placeholder + "y abc");  // short values stay
+
+  // Every split point of a value across two reads, and a value at the very end.
+  std::string body = "head 0123456789abcdef middle 0123456789abcdef";
+  for (std::size_t cut = 0; cut <= body.size(); ++cut) {
+    Redactor r(subs);
+    std::string out = r.feed(body.substr(0, cut));
+    out += r.feed(body.substr(cut));
+    out += r.finish();
+    CHECK(out == "head " + a.placeholder + " middle " + a.placeholder);
+  }
+  // Byte by byte.
+  Redactor r(subs);
+  std::string out;
+  for (char ch : body) out += r.feed(std::string(1, ch));
+  out += r.finish();
+  CHECK(out == "head " + a.placeholder + " middle " + a.placeholder);
+  // A partial value at the end is not a value.
+  Redactor p(subs);
+  std::string partial = p.feed("x0123456789abcde");
+  partial += p.finish();
+  CHECK(partial == "x0123456789abcde");
+
+  // Other forms of the value, added explicitly.
+  Redactor f(subs);
+  f.add("dXNlcjowMTIzNDU2Nzg5YWJjZGVm", "dXNlcjpaRVJPQk9Y");
+  CHECK(f.redact("Basic dXNlcjowMTIzNDU2Nzg5YWJjZGVm") == "Basic dXNlcjpaRVJPQk9Y");
+}
+
+TEST_CASE("the run's CA and its leaf certificates carry what strict verifiers require") {
+  auto ca = CertAuthority::create("test");
+  REQUIRE(ca);
+  CHECK(ca->ca_pem().starts_with("-----BEGIN CERTIFICATE-----"));
+  X509* root = ca->ca_cert();
+  CHECK(X509_check_ca(root) == 1);
+  CHECK((X509_get_key_usage(root) & KU_KEY_CERT_SIGN) != 0);
+  CHECK(X509_get0_subject_key_id(root) != nullptr);
+
+  auto leaf = ca->leaf(*parse_host("api.example.com"));
+  REQUIRE(leaf);
+  auto again = ca->leaf(*parse_host("api.example.com"));
+  CHECK(*again == *leaf);  // cached
+  X509* l = *leaf;
+  CHECK(X509_check_ca(l) == 0);
+  CHECK(X509_check_host(l, "api.example.com", 0, 0, nullptr) == 1);
+  CHECK(X509_check_host(l, "other.example.com", 0, 0, nullptr) == 0);
+  CHECK(X509_get0_subject_key_id(l) != nullptr);
+  CHECK(X509_get0_authority_key_id(l) != nullptr);
+  CHECK((X509_get_extended_key_usage(l) & XKU_SSL_SERVER) != 0);
+  CHECK(X509_check_private_key(l, ca->leaf_key()) == 1);
+
+  // It verifies against the CA alone, strictly.
+  X509_STORE* store = X509_STORE_new();
+  X509_STORE_add_cert(store, root);
+  X509_STORE_CTX* ctx = X509_STORE_CTX_new();
+  X509_STORE_CTX_init(ctx, store, l, nullptr);
+  X509_VERIFY_PARAM_set_flags(X509_STORE_CTX_get0_param(ctx), X509_V_FLAG_X509_STRICT);
+  CHECK(X509_verify_cert(ctx) == 1);
+  X509_STORE_CTX_free(ctx);
+  X509_STORE_free(store);
+
+  auto ip = ca->leaf(*parse_host("127.0.0.1"));
+  REQUIRE(ip);
+  CHECK(X509_check_ip_asc(*ip, "127.0.0.1", 0) == 1);
+}
+
+TEST_CASE("TLS contexts and the trust bundle") {
+  auto t = make_tls_contexts({});
+  REQUIRE(t);
+  CHECK(t->server);
+  CHECK(t->client);
+  auto bad = make_tls_contexts({"/nonexistent/ca.pem"});
+  REQUIRE_FALSE(bad);
+  CHECK(bad.error().message().find("--upstream-ca /nonexistent/ca.pem") != std::string::npos);
+  auto ca = CertAuthority::create("test");
+  REQUIRE(ca);
+  auto bundle = trust_bundle(ca->ca_pem());
+  if (bundle) CHECK(bundle->ends_with(ca->ca_pem()));
+}
