@@ -9,7 +9,7 @@
 # clang 19 (Debian 12: clang-19, libclang-rt-19-dev) is needed: clang 14 cannot compile
 # std::expected from libstdc++ 12, which the parsers return.
 set -euo pipefail
-target=${1:?target (host or proxy)} seconds=${2:?seconds}
+target=${1:?target (host, proxy or secrets)} seconds=${2:?seconds}
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 out=${3:-$root/build-fuzz}
 cxx=
@@ -27,9 +27,13 @@ flags=(-std=c++2b -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recov
 common=("$root/src/net/host.cpp" "$root/src/net/rules.cpp" "$root/src/util/log.cpp" "$root/src/util/error.cpp")
 case $target in
   host) srcs=("$root/tests/fuzz/fuzz_host.cpp" "${common[@]}") ;;
-  proxy) srcs=("$root/tests/fuzz/fuzz_proxy.cpp" "$root/src/net/proxy.cpp" "${common[@]}"); flags+=(-DZEROBOX_FUZZ_HOOKS -DASIO_HAS_CO_AWAIT=1 -DASIO_HAS_STD_COROUTINE=1 -pthread) ;;
-  *) echo "unknown fuzz target '$target' (host, proxy)" >&2; exit 2 ;;
+  proxy) srcs=("$root/tests/fuzz/fuzz_proxy.cpp" "$root/src/net/proxy.cpp" "$root/src/net/secrets.cpp"
+               "$root/src/net/tls.cpp" "$root/src/util/text.cpp" "${common[@]}")
+         flags+=(-DZEROBOX_FUZZ_HOOKS -DASIO_HAS_CO_AWAIT=1 -DASIO_HAS_STD_COROUTINE=1 -pthread) ;;
+  secrets) srcs=("$root/tests/fuzz/fuzz_secrets.cpp" "$root/src/net/secrets.cpp" "$root/src/util/text.cpp" "${common[@]}") ;;
+  *) echo "unknown fuzz target '$target' (host, proxy, secrets)" >&2; exit 2 ;;
 esac
+libs=(-lssl -lcrypto)
 bin=$out/fuzz_$target
 stale=0
 [ -x "$bin" ] || stale=1
@@ -38,7 +42,7 @@ for f in "${srcs[@]}" "$root/src/net/"*.hpp "$root/src/util/"*.hpp; do
 done
 if [ "$stale" = 1 ]; then
   echo "building $bin with $cxx" >&2
-  "$cxx" "${flags[@]}" "${srcs[@]}" -o "$bin"
+  "$cxx" "${flags[@]}" "${srcs[@]}" "${libs[@]}" -o "$bin"
 fi
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
