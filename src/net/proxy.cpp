@@ -1535,6 +1535,11 @@ awaitable<void> intercept(std::shared_ptr<Conn> c, HostPort hp) {
     }
   }
   bool tls = first == 0x16;
+  if (log::debug_enabled()) {
+    std::string keys;
+    for (const SecretEntry* e : core.approved(hp)) keys += (keys.empty() ? "" : ", ") + e->key;
+    log::debug("proxy: intercepting " + to_string(hp) + (tls ? " (TLS)" : " (plain HTTP)") + " for " + keys);
+  }
   std::string upstream_failure;
   if (tls) {
     if (c->client.avail() > 0) {

@@ -590,6 +590,10 @@ std::vector<std::string> describe(const Policy& p, const FsRules& fs) {
   if (!fs.absent_protected.empty()) out.push_back("policy: protected but absent: " + list(fs.absent_protected));
   const char* net = p.net == NetMode::None ? "none (loopback only)" : p.net == NetMode::Host ? "host network" : "filtered";
   out.push_back(std::string("policy: network ") + net);
+  for (const auto& sec : p.secrets) {  // names and hosts; never a value
+    out.push_back("policy: secret " + sec.key + (sec.file.empty() ? "" : " (from " + log::quote(sec.file) + ")") +
+                  " for " + (sec.hosts.empty() ? std::string("every host --allow-net allows") : list(sec.hosts)));
+  }
   out.push_back(std::string("policy: environment ") + (p.env_all ? "all inherited" : "PATH HOME USER SHELL TERM LANG") +
                 (p.allow_env.empty() ? "" : " + " + list(p.allow_env)) +
                 (p.deny_env.empty() ? "" : " - " + list(p.deny_env)));
