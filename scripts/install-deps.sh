@@ -7,7 +7,7 @@ set -euo pipefail
 build=(build-essential cmake ninja-build pkg-config
        libmount-dev libxxhash-dev libsqlite3-dev sqlite3 libcli11-dev doctest-dev
        libseccomp-dev libssl-dev libtomlplusplus-dev nlohmann-json3-dev
-       libasio-dev libdtl-dev
+       libasio-dev libdtl-dev zlib1g-dev
        ca-certificates)  # the trust bundle a run with secrets shows inside the sandbox
 # Tests: setpriv/script (util-linux, bsdutils), a pty, python3 for probe servers, iproute2.
 # libFuzzer needs clang 17+ (clang 14 cannot compile std::expected from libstdc++ 12).

@@ -1,6 +1,7 @@
 // zerobox::Policy: the plain-data description of one sandboxed run. The CLI and the
-// profile loader fill it in; zerobox::finalize() checks and canonicalises it; the
-// sandbox is built from nothing else. Copyable, comparable, printable by --debug.
+// profile loader fill it in (or a program using the C++ API); zerobox::run() checks and
+// canonicalises it first; the sandbox is built from nothing else. Copyable, comparable,
+// printable by --debug.
 #pragma once
 
 #include <string>

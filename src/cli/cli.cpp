@@ -5,8 +5,10 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <memory>
 #include <set>
 
+#include "cli/app.hpp"
 #include "exec/status_fd.hpp"
 #include "net/rules.hpp"
 #include "policy/policy.hpp"
@@ -64,10 +66,12 @@ std::pair<std::string, std::string> key_value(const std::string& s, const char* 
 
 }  // namespace
 
-Parsed parse_args(const std::vector<std::string>& raw_args, const std::vector<std::string>& environ) {
-  CLI::App app{"Run a command in a lightweight Linux sandbox: no writes, no network and a minimal\n"
-               "environment unless flags allow more.",
-               "zerobox"};
+std::unique_ptr<CLI::App> make_run_app(RunFlags& f) {
+  auto app_owner = std::make_unique<CLI::App>(
+      "Run a command in a lightweight Linux sandbox: no writes, no network and a minimal\n"
+      "environment unless flags allow more.",
+      "zerobox");
+  CLI::App& app = *app_owner;
   app.set_version_flag("-V,--version", std::string("zerobox ") + zerobox::version());
   app.prefix_command();
   // CLI11 2.1 has no usage override: widen the "[OPTIONS]" label of the usage line.
@@ -76,57 +80,68 @@ Parsed parse_args(const std::vector<std::string>& raw_args, const std::vector<st
              "125 zerobox could not set up the sandbox; 126 not executable; 127 not found.\n"
              "Full reference: docs/usage.md.");
 
-  std::vector<std::string> allow_read, deny_read, allow_write, deny_write, allow_net, deny_net, resolve, upstream_ca,
-      secrets, secret_files, secret_hosts, envs, allow_env, deny_env, snapshot_paths, snapshot_exclude;
-  bool write_all = false, net_all = false, env_all = false, allow_all = false, no_sandbox = false, strict = false,
-       debug = false, quiet = false, no_protect = false, snapshot = false, restore = false, review = false;
-  std::string cwd, profile, status_fd;
-
   const char* fs = "Filesystem";
-  app.add_option("--allow-read", allow_read, "Limit readable user data to these paths (system paths stay readable)")
+  app.add_option("--allow-read", f.allow_read, "Limit readable user data to these paths (system paths stay readable)")
       ->group(fs)->type_name("P[,P...]");
-  app.add_option("--deny-read", deny_read, "These paths cannot be read; wins over --allow-read")->group(fs)->type_name("P[,P...]");
-  app.add_option("--allow-write", allow_write, "These paths are writable; with no value, everything is")
+  app.add_option("--deny-read", f.deny_read, "These paths cannot be read; wins over --allow-read")->group(fs)->type_name("P[,P...]");
+  app.add_option("--allow-write", f.allow_write, "These paths are writable; with no value, everything is")
       ->group(fs)->type_name("[=P,...]");
-  app.add_flag("--allow-write-all-internal", write_all)->group("");
-  app.add_option("--deny-write", deny_write, "These paths stay read-only; wins over --allow-write")->group(fs)->type_name("P[,P...]");
-  app.add_flag("--no-protect", no_protect, "Do not protect shell start-up files, git hooks and credentials")->group(fs);
+  app.add_flag("--allow-write-all-internal", f.write_all)->group("");
+  app.add_option("--deny-write", f.deny_write, "These paths stay read-only; wins over --allow-write")->group(fs)->type_name("P[,P...]");
+  app.add_flag("--no-protect", f.no_protect, "Do not protect shell start-up files, git hooks and credentials")->group(fs);
 
   const char* snap = "Snapshots";
-  app.add_flag("--snapshot", snapshot, "Record writes in an overlay, apply them at exit, keep them undoable")->group(snap);
-  app.add_flag("--restore", restore, "Record writes, then throw them away at exit")->group(snap);
-  app.add_flag("--review", review, "Record writes and keep them pending until accepted")->group(snap);
-  app.add_option("--snapshot-path", snapshot_paths, "Which writable paths are tracked")->group(snap)->type_name("P[,P...]");
-  app.add_option("--snapshot-exclude", snapshot_exclude, "Paths never journaled (gitignore-like globs)")->group(snap)->type_name("GLOB[,...]");
+  app.add_flag("--snapshot", f.snapshot, "Record writes in an overlay, apply them at exit, keep them undoable")->group(snap);
+  app.add_flag("--restore", f.restore, "Record writes, then throw them away at exit")->group(snap);
+  app.add_flag("--review", f.review, "Record writes and keep them pending until accepted")->group(snap);
+  app.add_option("--snapshot-path", f.snapshot_paths, "Which writable paths are tracked")->group(snap)->type_name("P[,P...]");
+  app.add_option("--snapshot-exclude", f.snapshot_exclude, "Paths never journaled (gitignore-like globs)")->group(snap)->type_name("GLOB[,...]");
 
   const char* net = "Network";
-  app.add_option("--allow-net", allow_net, "Allow these domains; with no value, the full network")->group(net)->type_name("[=D,...]");
-  app.add_flag("--allow-net-all-internal", net_all)->group("");
-  app.add_option("--deny-net", deny_net, "Never these domains")->group(net)->type_name("D[,D...]");
-  app.add_option("--resolve", resolve, "Connect to IP for HOST (like curl --resolve)")->group(net)->type_name("HOST:IP");
-  app.add_option("--upstream-ca", upstream_ca, "Extra CA certificates for upstream TLS")->group(net)->type_name("FILE");
+  app.add_option("--allow-net", f.allow_net, "Allow these domains; with no value, the full network")->group(net)->type_name("[=D,...]");
+  app.add_flag("--allow-net-all-internal", f.net_all)->group("");
+  app.add_option("--deny-net", f.deny_net, "Never these domains")->group(net)->type_name("D[,D...]");
+  app.add_option("--resolve", f.resolve, "Connect to IP for HOST (like curl --resolve)")->group(net)->type_name("HOST:IP");
+  app.add_option("--upstream-ca", f.upstream_ca, "Extra CA certificates for upstream TLS")->group(net)->type_name("FILE");
 
   const char* sec = "Secrets";
-  app.add_option("--secret", secrets, "The command sees a placeholder; the proxy substitutes VALUE")->group(sec)->type_name("KEY[=VALUE]");
-  app.add_option("--secret-file", secret_files, "Same, VALUE read from a file")->group(sec)->type_name("KEY=PATH");
-  app.add_option("--secret-host", secret_hosts, "Restrict KEY to these hosts")->group(sec)->type_name("KEY=H[,H...]");
+  app.add_option("--secret", f.secrets, "The command sees a placeholder; the proxy substitutes VALUE")->group(sec)->type_name("KEY[=VALUE]");
+  app.add_option("--secret-file", f.secret_files, "Same, VALUE read from a file")->group(sec)->type_name("KEY=PATH");
+  app.add_option("--secret-host", f.secret_hosts, "Restrict KEY to these hosts")->group(sec)->type_name("KEY=H[,H...]");
 
   const char* envg = "Environment";
-  app.add_option("--env", envs, "Set a variable (repeatable)")->group(envg)->type_name("KEY=VALUE");
-  app.add_option("--allow-env", allow_env, "Inherit these variables; with no value, all of them")->group(envg)->type_name("[=K,...]");
-  app.add_flag("--allow-env-all-internal", env_all)->group("");
-  app.add_option("--deny-env", deny_env, "Drop these variables; wins over --allow-env")->group(envg)->type_name("K[,K...]");
+  app.add_option("--env", f.envs, "Set a variable (repeatable)")->group(envg)->type_name("KEY=VALUE");
+  app.add_option("--allow-env", f.allow_env, "Inherit these variables; with no value, all of them")->group(envg)->type_name("[=K,...]");
+  app.add_flag("--allow-env-all-internal", f.env_all)->group("");
+  app.add_option("--deny-env", f.deny_env, "Drop these variables; wins over --allow-env")->group(envg)->type_name("K[,K...]");
 
   const char* other = "Other";
-  app.add_flag("-A,--allow-all", allow_all, "All filesystem and network permissions (env and secrets still apply)")->group(other);
-  app.add_flag("--no-sandbox", no_sandbox, "No isolation at all; the environment policy still applies")->group(other);
-  app.add_flag("--strict-sandbox", strict, "Fail (125) if any isolation layer is unavailable")->group(other);
-  app.add_option("-C", cwd, "Working directory of the command")->group(other)->type_name("DIR");
-  app.add_option("--status-fd", status_fd, "JSON Lines lifecycle events on fd N (N >= 3)")->group(other)->type_name("N");
-  app.add_flag("--debug", debug, "Print the effective policy, mounts, layers and decisions on stderr")->group(other);
-  app.add_option("--profile", profile, "Load flags from a TOML profile (~/.config/zerobox/NAME.toml or a file)")
+  app.add_flag("-A,--allow-all", f.allow_all, "All filesystem and network permissions (env and secrets still apply)")->group(other);
+  app.add_flag("--no-sandbox", f.no_sandbox, "No isolation at all; the environment policy still applies")->group(other);
+  app.add_flag("--strict-sandbox", f.strict, "Fail (125) if any isolation layer is unavailable")->group(other);
+  app.add_option("-C", f.cwd, "Working directory of the command")->group(other)->type_name("DIR");
+  app.add_option("--status-fd", f.status_fd, "JSON Lines lifecycle events on fd N (N >= 3)")->group(other)->type_name("N");
+  app.add_flag("--debug", f.debug, "Print the effective policy, mounts, layers and decisions on stderr")->group(other);
+  app.add_option("--profile", f.profile, "Load flags from a TOML profile (~/.config/zerobox/NAME.toml or a file)")
       ->group(other)->type_name("NAME|FILE");
-  app.add_flag("--quiet", quiet, "No zerobox messages on stderr except errors")->group(other);
+  app.add_flag("--quiet", f.quiet, "No zerobox messages on stderr except errors")->group(other);
+  return app_owner;
+}
+
+Parsed parse_args(const std::vector<std::string>& raw_args, const std::vector<std::string>& environ) {
+  RunFlags f;
+  std::unique_ptr<CLI::App> app_owner = make_run_app(f);
+  CLI::App& app = *app_owner;
+  // The checks below read the parsed values under the names of their flags.
+  auto &allow_read = f.allow_read, &deny_read = f.deny_read, &allow_write = f.allow_write, &deny_write = f.deny_write,
+       &allow_net = f.allow_net, &deny_net = f.deny_net, &resolve = f.resolve, &upstream_ca = f.upstream_ca,
+       &secrets = f.secrets, &secret_files = f.secret_files, &secret_hosts = f.secret_hosts, &envs = f.envs,
+       &allow_env = f.allow_env, &deny_env = f.deny_env, &snapshot_paths = f.snapshot_paths,
+       &snapshot_exclude = f.snapshot_exclude;
+  auto &write_all = f.write_all, &net_all = f.net_all, &env_all = f.env_all, &allow_all = f.allow_all,
+       &no_sandbox = f.no_sandbox, &strict = f.strict, &debug = f.debug, &quiet = f.quiet, &no_protect = f.no_protect,
+       &snapshot = f.snapshot, &restore = f.restore, &review = f.review;
+  auto &cwd = f.cwd, &profile = f.profile, &status_fd = f.status_fd;
 
   std::vector<std::string> args = rewrite_optional(raw_args);
   Parsed out;
@@ -272,6 +287,13 @@ Parsed parse_args(const std::vector<std::string>& raw_args, const std::vector<st
   }
   for (const auto& r : p.deny_net) {  // denying loopback needs no port
     if (auto rule = net::parse_rule(r, false); !rule) throw UsageError{"--deny-net: " + rule.error().message()};
+  }
+  for (const auto& sec : p.secrets) {
+    for (const auto& r : sec.hosts) {
+      if (auto rule = net::parse_rule(r); !rule) {
+        throw UsageError{"--secret-host " + sec.key + ": " + rule.error().message()};
+      }
+    }
   }
   for (const auto& [host, ip] : p.resolve) {
     if (auto h = net::parse_host(host); !h || h->kind != net::HostKind::Name) {

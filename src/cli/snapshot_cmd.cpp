@@ -8,8 +8,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <memory>
 #include <nlohmann/json.hpp>
 
+#include "cli/app.hpp"
 #include "cli/cli.hpp"
 #include "snapshot/apply.hpp"
 #include "snapshot/diff.hpp"
@@ -299,36 +301,48 @@ int cmd_clean(const Ctx& ctx, const std::string& days_text) {
 
 }  // namespace
 
-int snapshot_main(const std::vector<std::string>& args, const std::vector<std::string>& environ) {
-  CLI::App app{"Review, apply and undo the changes recorded by --snapshot, --restore and --review.", "zerobox snapshot"};
+std::unique_ptr<CLI::App> make_snapshot_app(SnapshotFlags& f) {
+  auto app_owner = std::make_unique<CLI::App>("Review, apply and undo the changes recorded by --snapshot, --restore and --review.",
+                                              "zerobox snapshot");
+  CLI::App& app = *app_owner;
   app.require_subcommand(1);
   app.footer("ID is a unique prefix of a session id, or `last`.\nExit status: 0 done; 1 refused or failed; 2 usage error.");
-  bool json = false, force = false, stat = false, name_status = false;
-  std::string id, color = "auto", older;
-  std::vector<std::string> paths;
 
   auto* list = app.add_subcommand("list", "List sessions, oldest first");
-  list->add_flag("--json", json, "Machine-readable output");
+  list->add_flag("--json", f.json, "Machine-readable output");
   auto* show = app.add_subcommand("show", "Command, working directory, times, exit status, counts and state of a session");
-  show->add_option("ID", id)->required();
-  show->add_flag("--json", json, "Machine-readable output");
+  show->add_option("ID", f.id)->required();
+  show->add_flag("--json", f.json, "Machine-readable output");
   auto* diff = app.add_subcommand("diff", "What a session changed, as a unified diff");
-  diff->add_option("ID", id)->required();
-  diff->add_option("PATH", paths, "Only changes at or below these paths");
-  diff->add_flag("--json", json, "Machine-readable output");
-  diff->add_flag("--stat", stat, "A diffstat");
-  diff->add_flag("--name-status", name_status, "One line per change: A, M, D or T, a tab and the path");
-  diff->add_option("--color", color, "When to colour the output")->check(CLI::IsMember({"auto", "always", "never"}));
+  diff->add_option("ID", f.id)->required();
+  diff->add_option("PATH", f.paths, "Only changes at or below these paths");
+  diff->add_flag("--json", f.json, "Machine-readable output");
+  diff->add_flag("--stat", f.stat, "A diffstat");
+  diff->add_flag("--name-status", f.name_status, "One line per change: A, M, D or T, a tab and the path");
+  diff->add_option("--color", f.color, "When to colour the output")->check(CLI::IsMember({"auto", "always", "never"}));
   auto* accept = app.add_subcommand("accept", "Apply a pending session to the real filesystem");
-  accept->add_option("ID", id)->required();
-  accept->add_flag("--force", force, "Overwrite files that changed since the session recorded them");
+  accept->add_option("ID", f.id)->required();
+  accept->add_flag("--force", f.force, "Overwrite files that changed since the session recorded them");
   auto* discard = app.add_subcommand("discard", "Drop a pending session's changes (its diff stays available)");
-  discard->add_option("ID", id)->required();
+  discard->add_option("ID", f.id)->required();
   auto* restore = app.add_subcommand("restore", "Put the real filesystem back as it was before the session (journaled: undoable)");
-  restore->add_option("ID", id)->required();
-  restore->add_flag("--force", force, "Overwrite files that changed since the session was applied");
+  restore->add_option("ID", f.id)->required();
+  restore->add_flag("--force", f.force, "Overwrite files that changed since the session was applied");
   auto* clean = app.add_subcommand("clean", "Remove finished sessions older than DAYS (never running or pending ones)");
-  clean->add_option("--older-than", older, "Age in days")->required()->type_name("DAYS");
+  clean->add_option("--older-than", f.older, "Age in days")->required()->type_name("DAYS");
+  return app_owner;
+}
+
+int snapshot_main(const std::vector<std::string>& args, const std::vector<std::string>& environ) {
+  SnapshotFlags f;
+  std::unique_ptr<CLI::App> app_owner = make_snapshot_app(f);
+  CLI::App& app = *app_owner;
+  auto &json = f.json, &force = f.force, &stat = f.stat, &name_status = f.name_status;
+  auto &id = f.id, &color = f.color, &older = f.older;
+  auto& paths = f.paths;
+  CLI::App *list = app.get_subcommand("list"), *show = app.get_subcommand("show"), *diff = app.get_subcommand("diff"),
+           *accept = app.get_subcommand("accept"), *discard = app.get_subcommand("discard"),
+           *restore = app.get_subcommand("restore"), *clean = app.get_subcommand("clean");
 
   std::vector<std::string> rev(args.rbegin(), args.rend());
   try {

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -48,7 +49,10 @@ void forward(int sig) {
     ::execve(*c, a.argv, a.envp);
     err = errno;
     if (err == EACCES) {
-      saw_eacces = true;
+      // A file that is there but not executable makes it 126, as in the shells; a PATH
+      // directory we may not search hides nothing we could run, so that stays "not found".
+      struct stat st {};
+      if (::stat(*c, &st) == 0) saw_eacces = true;
       continue;
     }
     if (err == ENOENT || err == ENOTDIR || err == ENAMETOOLONG || err == ELOOP) continue;

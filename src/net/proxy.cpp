@@ -1106,9 +1106,13 @@ awaitable<std::string> upstream_tls(std::shared_ptr<Conn> c, HostPort hp) {
   std::string why;
   if (timed_out)
     why = "timed out in the TLS handshake with " + to_string(hp);
-  else if (verify != X509_V_OK)
+  else if (verify != X509_V_OK) {
+    bool unknown_issuer = verify == X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY ||
+                          verify == X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT ||
+                          verify == X509_V_ERR_SELF_SIGNED_CERT_IN_CHAIN || verify == X509_V_ERR_DEPTH_ZERO_SELF_SIGNED_CERT;
     why = "the certificate of " + to_string(hp) + " is not trusted (" + X509_verify_cert_error_string(verify) +
-          "; --upstream-ca adds a CA)";
+          (unknown_issuer ? "; --upstream-ca adds a CA)" : ")");
+  }
   else
     why = "TLS handshake with " + to_string(hp) + " failed: " + ec.message();
   ERR_clear_error();
@@ -1141,10 +1145,22 @@ awaitable<bool> emit(Stream& to, std::string data, bool chunked) {
 }
 
 // Relays a response body with every secret value replaced by its placeholder (Redactor). The
-// body is decoded from its framing and sent chunked (HTTP/1.1 clients) or until close
-// (HTTP/1.0), since the length changes. Trailer fields are dropped.
-awaitable<bool> relay_redacted(Stream& from, Stream& to, Framing f, Redactor& red, bool chunked_out) {
+// body is decoded from its framing (and from its Content-Encoding, with `dec`) and sent
+// chunked (HTTP/1.1 clients) or until close (HTTP/1.0), since the length changes. Trailer
+// fields are dropped.
+awaitable<bool> relay_redacted(Stream& from, Stream& to, Framing f, Redactor& red, Decoder* dec, bool chunked_out) {
   bool ok = true;
+  // The scrubbed form of the next piece of the body (decoded first when it is compressed);
+  // nullopt for a corrupt compressed body, which ends the response.
+  auto clean = [&](std::string_view piece) -> std::optional<std::string> {
+    if (!dec) return red.feed(piece);
+    auto plain = dec->feed(piece);
+    if (!plain) {
+      log::debug("proxy: " + plain.error().message());
+      return std::nullopt;
+    }
+    return red.feed(*plain);
+  };
   switch (f.kind) {
     case Framing::Kind::none: break;
     case Framing::Kind::length: {
@@ -1155,19 +1171,21 @@ awaitable<bool> relay_redacted(Stream& from, Stream& to, Framing f, Redactor& re
           if (!more) co_return false;
         }
         std::size_t k = static_cast<std::size_t>(std::min<std::uint64_t>(from.avail(), left));
-        std::string part = red.feed(from.view().substr(0, k));
+        std::optional<std::string> part = clean(from.view().substr(0, k));
+        if (!part) co_return false;
         from.consume(k);
         left -= k;
-        ok = co_await emit(to, std::move(part), chunked_out);
+        ok = co_await emit(to, std::move(*part), chunked_out);
       }
       break;
     }
     case Framing::Kind::until_close:
       for (;;) {
         if (from.avail() > 0) {
-          std::string part = red.feed(from.view());
+          std::optional<std::string> piece = clean(from.view());
+          if (!piece) co_return false;
           from.reset();
-          ok = co_await emit(to, std::move(part), chunked_out);
+          ok = co_await emit(to, std::move(*piece), chunked_out);
           if (!ok) break;
         }
         bool more = co_await from.fill();
@@ -1191,10 +1209,11 @@ awaitable<bool> relay_redacted(Stream& from, Stream& to, Framing f, Redactor& re
             if (!more) co_return false;
           }
           std::size_t k = static_cast<std::size_t>(std::min<std::uint64_t>(from.avail(), size));
-          std::string part = red.feed(from.view().substr(0, k));
+          std::optional<std::string> chunk = clean(from.view().substr(0, k));
+          if (!chunk) co_return false;
           from.consume(k);
           size -= k;
-          ok = co_await emit(to, std::move(part), chunked_out);
+          ok = co_await emit(to, std::move(*chunk), chunked_out);
         }
         if (!ok) co_return false;
         bool crlf = co_await need(from, 2);
@@ -1394,11 +1413,25 @@ awaitable<bool> exchange(std::shared_ptr<Conn> c, const Message& req, Route rout
   // Scrubbing changes the body's length: it is sent chunked, or until close to HTTP/1.0.
   bool scrub = red.active() && rframing->kind != Framing::Kind::none;
   if (scrub && client_http10) close_client = true;
+  // A server may compress whatever Accept-Encoding said: such a body is decoded to be
+  // scrubbed, and one that cannot be decoded here is not passed on.
+  std::optional<Decoder> decoder;
+  if (scrub) {
+    auto d = Decoder::for_coding(resp.list("content-encoding"));
+    if (!d) {
+      c->close_upstream();
+      co_await http_error(c, 502, "the response from " + to_string(hp) + " has " + d.error().message() +
+                                      ", which zerobox cannot scrub of secrets");
+      co_return false;
+    }
+    if (*d) decoder.emplace(std::move(**d));
+  }
   std::string rhead = red.redact(resp.status_line) + "\r\n";
   for (const Field& f : resp.fields) {
     if (hop_by_hop(f.name, ropts)) continue;
     if (has_te && iequals(f.name, "content-length")) continue;  // RFC 9112 6.3: TE wins
     if (scrub && (iequals(f.name, "content-length") || iequals(f.name, "transfer-encoding"))) continue;
+    if (decoder && iequals(f.name, "content-encoding")) continue;
     rhead += f.name + ": " + red.redact(f.value) + "\r\n";
   }
   if (scrub && !client_http10) rhead += "Transfer-Encoding: chunked\r\n";
@@ -1407,7 +1440,8 @@ awaitable<bool> exchange(std::shared_ptr<Conn> c, const Message& req, Route rout
   bool relayed = co_await write_all(c->client, rhead);
   if (relayed) {
     if (scrub)
-      relayed = co_await relay_redacted(c->upstream, c->client, *rframing, red, !client_http10);
+      relayed = co_await relay_redacted(c->upstream, c->client, *rframing, red, decoder ? &*decoder : nullptr,
+                                        !client_http10);
     else
       relayed = co_await relay_body(c->upstream, c->client, *rframing);
   }

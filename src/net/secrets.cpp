@@ -1,6 +1,7 @@
 #include "net/secrets.hpp"
 
 #include <sys/random.h>
+#include <zlib.h>
 
 #include <algorithm>
 
@@ -79,9 +80,13 @@ std::string replace_placeholders(std::string_view s, const Approved& subs, Encod
   return out;
 }
 
+// What a value may keep as it is in a URL: the unreserved characters, and ':' and '@', which
+// mean nothing special in a path segment or a query value. Everything else ('%', '+', '&',
+// '=', '/', '?', spaces, non-ASCII ...) is percent-encoded, so that the server decodes
+// exactly the value.
 bool target_safe(unsigned char u) {
-  if (u <= 0x20 || u >= 0x7f) return false;
-  return std::string_view("\"<>\\^`{|}#").find(static_cast<char>(u)) == std::string_view::npos;
+  if ((u >= 'a' && u <= 'z') || (u >= 'A' && u <= 'Z') || (u >= '0' && u <= '9')) return true;
+  return std::string_view("-._~:@").find(static_cast<char>(u)) != std::string_view::npos;
 }
 
 bool iequals_ascii(std::string_view a, std::string_view b) {
@@ -173,11 +178,22 @@ std::string Redactor::redact(std::string_view s) const {
 std::string Redactor::feed(std::string_view in) {
   if (m_pairs.empty()) return std::string(in);
   m_pending.append(in);
-  // Find every whole value in what is pending, then keep back the tail that could still
-  // grow into one: a value starting at or after size - m_hold cannot be complete yet.
+  // The same choices as redact() would make on the whole text: the leftmost match, the
+  // longest at that place. A match is taken only when no value could still turn out to
+  // match at or before it once more bytes arrive (a longer value around a shorter one).
+  std::string_view s = m_pending;
+  auto partial_from = [&](std::size_t from) {  // leftmost place a value may still complete
+    std::size_t lo = s.size() > m_hold ? std::max(from, s.size() - m_hold) : from;
+    for (std::size_t q = lo; q < s.size(); ++q) {
+      std::string_view tail = s.substr(q);
+      for (const auto& p : m_pairs) {
+        if (p.first.size() > tail.size() && std::string_view(p.first).substr(0, tail.size()) == tail) return q;
+      }
+    }
+    return s.size();
+  };
   std::string out;
   std::size_t i = 0;
-  std::string_view s = m_pending;
   for (;;) {
     std::size_t best = std::string_view::npos;
     const std::pair<std::string, std::string>* hit = nullptr;
@@ -188,21 +204,99 @@ std::string Redactor::feed(std::string_view in) {
         hit = &p;
       }
     }
-    if (!hit) break;
+    std::size_t wait = partial_from(i);
+    if (!hit || wait <= best) {
+      out.append(s.substr(i, wait - i));
+      m_pending.erase(0, wait);
+      return out;
+    }
     out.append(s.substr(i, best - i));
     out += hit->second;
     i = best + hit->first.size();
   }
-  std::size_t keep_from = s.size() > m_hold ? s.size() - m_hold : 0;
-  keep_from = std::max(keep_from, i);
-  out.append(s.substr(i, keep_from - i));
-  m_pending.erase(0, keep_from);
-  return out;
 }
 
 std::string Redactor::finish() {
   std::string out = redact(m_pending);
   m_pending.clear();
+  return out;
+}
+
+struct Decoder::Z {
+  z_stream zs{};
+  bool raw_fallback = false;  // "deflate": retry as raw deflate if the zlib header is wrong
+  bool started = false;       // some output was produced
+  bool ended = false;         // Z_STREAM_END seen
+};
+
+Decoder::Decoder(bool raw_fallback) : m_z(std::make_unique<Z>()) {
+  m_z->raw_fallback = raw_fallback;
+  inflateInit2(&m_z->zs, 15 + 32);  // zlib or gzip, told apart by the header
+}
+
+Decoder::Decoder(Decoder&& o) noexcept : m_z(std::move(o.m_z)) {}
+
+Decoder::~Decoder() {
+  if (m_z) inflateEnd(&m_z->zs);
+}
+
+Result<std::optional<Decoder>> Decoder::for_coding(const std::vector<std::string>& codings) {
+  std::vector<std::string> real;
+  for (const auto& c : codings)
+    if (c != "identity") real.push_back(c);
+  if (real.empty()) return std::optional<Decoder>();
+  if (real.size() == 1 && (real[0] == "gzip" || real[0] == "x-gzip" || real[0] == "deflate"))
+    return std::optional<Decoder>(Decoder(real[0] == "deflate"));
+  std::string list;
+  for (const auto& c : real) list += (list.empty() ? "" : ", ") + c;
+  return fail_msg("Content-Encoding " + list);
+}
+
+Result<std::string> Decoder::feed(std::string_view in) {
+  Z& z = *m_z;
+  std::string out;
+  char buf[64 * 1024];
+  auto* next = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
+  z.zs.next_in = next;
+  z.zs.avail_in = static_cast<uInt>(in.size());
+  while (z.zs.avail_in > 0) {
+    if (z.ended) {
+      // Another gzip member follows (RFC 1952 allows several).
+      inflateReset(&z.zs);
+      z.ended = false;
+    }
+    z.zs.next_out = reinterpret_cast<Bytef*>(buf);
+    z.zs.avail_out = sizeof buf;
+    int r = inflate(&z.zs, Z_NO_FLUSH);
+    std::size_t produced = sizeof buf - z.zs.avail_out;
+    if (r == Z_DATA_ERROR && z.raw_fallback && !z.started) {
+      // "deflate" sent without its zlib wrapper: start again as raw deflate.
+      z.raw_fallback = false;
+      inflateEnd(&z.zs);
+      z.zs = z_stream{};
+      inflateInit2(&z.zs, -15);
+      z.zs.next_in = next;
+      z.zs.avail_in = static_cast<uInt>(in.size());
+      continue;
+    }
+    if (r != Z_OK && r != Z_STREAM_END && !(r == Z_BUF_ERROR && produced > 0))
+      return fail_msg(std::string("corrupt compressed body: ") + (z.zs.msg ? z.zs.msg : "zlib error"));
+    out.append(buf, produced);
+    if (produced > 0) z.started = true;
+    if (r == Z_STREAM_END) z.ended = true;
+    if (produced == 0 && r != Z_STREAM_END && z.zs.avail_in > 0 && r == Z_BUF_ERROR)
+      return fail_msg("corrupt compressed body");
+  }
+  // Input used up; drain what zlib still holds.
+  for (;;) {
+    z.zs.next_out = reinterpret_cast<Bytef*>(buf);
+    z.zs.avail_out = sizeof buf;
+    int r = inflate(&z.zs, Z_NO_FLUSH);
+    std::size_t produced = sizeof buf - z.zs.avail_out;
+    out.append(buf, produced);
+    if (r == Z_STREAM_END) z.ended = true;
+    if (produced < sizeof buf) break;
+  }
   return out;
 }
 

@@ -7,6 +7,8 @@
 // does not hand the value to the sandbox.
 #pragma once
 
+#include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -58,12 +60,32 @@ using Approved = std::vector<const SecretEntry*>;
 
 // Every placeholder of `subs` in s replaced by its value.
 std::string substitute(std::string_view s, const Approved& subs);
-// The same for a request target: bytes of a value that may not appear in a request target
-// (controls, space, non-ASCII, '"' '<' '>' '\' '^' '`' '{' '|' '}' '#') are percent-encoded.
+// The same for a request target: every byte of a value but the unreserved characters
+// (RFC 3986: letters, digits, '-' '.' '_' '~') and ':' '@' is percent-encoded, so that the
+// server decodes exactly the value ('%', '+', '&', '=', '/' included).
 std::string substitute_target(std::string_view target, const Approved& subs);
 // The same for a header value; for Authorization with the Basic scheme, also inside the
 // base64 of the credentials.
 std::string substitute_field(std::string_view name, std::string_view value, const Approved& subs);
+
+// Undoes one Content-Encoding of a response body, so that it can be scrubbed: gzip (also
+// "x-gzip") and deflate (zlib-wrapped, or raw as some servers send it), with zlib.
+class Decoder {
+ public:
+  // nullopt: no decoding needed ("", "identity"); an error: a coding that cannot be undone
+  // here (br, zstd, several codings stacked), named in the message.
+  static Result<std::optional<Decoder>> for_coding(const std::vector<std::string>& codings);
+  Decoder(Decoder&&) noexcept;
+  Decoder& operator=(Decoder&&) = delete;
+  ~Decoder();
+  // The decoded bytes of the next piece; an error for a corrupt stream.
+  Result<std::string> feed(std::string_view in);
+
+ private:
+  explicit Decoder(bool raw_fallback);
+  struct Z;
+  std::unique_ptr<Z> m_z;
+};
 
 // Streams text with every value (of k_min_redacted bytes or more) replaced by its
 // placeholder. Holds back the bytes that could be the start of a value split across two

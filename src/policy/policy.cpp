@@ -225,6 +225,25 @@ Result<void> finalize_secrets(Policy& p, const Caller& c) {
     }
     if (!s.file.empty()) {
       std::string abs = path::absolute(s.file, c.cwd, c.home);
+      // A regular file, and not one the command is handed anyway: /dev/stdin, /proc/self/fd/0
+      // or any path to the file that is zerobox's stdin, stdout or stderr would give the
+      // command an open descriptor on the value, which no mask can take back.
+      if (path::is_under(abs, "/dev") || path::is_under(abs, "/proc"))
+        return fail_msg(flag + "=" + log::quote(abs) + ": must be a regular file, not a device or /proc path");
+      struct stat st{};
+      if (::stat(abs.c_str(), &st) != 0) return fail(flag + "=" + log::quote(abs));
+      if (!S_ISREG(st.st_mode)) return fail_msg(flag + "=" + log::quote(abs) + ": not a regular file");
+      if (st.st_nlink > 1) {
+        log::warning(flag + "=" + log::quote(abs) + ": the file has " + std::to_string(st.st_nlink) +
+                     " hard links; only this path is masked in the sandbox");
+      }
+      for (int fd : {0, 1, 2}) {
+        struct stat io{};
+        if (::fstat(fd, &io) == 0 && io.st_dev == st.st_dev && io.st_ino == st.st_ino)
+          return fail_msg(flag + "=" + log::quote(abs) + ": it is zerobox's standard " +
+                          (fd == 0 ? "input" : fd == 1 ? "output" : "error") +
+                          ", which the command inherits; pass the file by its path only");
+      }
       std::ifstream in(abs, std::ios::binary);
       if (!in) return fail(flag + "=" + log::quote(abs));
       std::ostringstream ss;

@@ -25,7 +25,8 @@ const SecretEntry& approved() {
   return e;
 }
 const SecretEntry& other() {
-  static const SecretEntry e{"B", std::string(k_placeholder_prefix) + std::string(64, 'b'), "other value ~ 99", {}};
+  // Contains A's value: the scrubber must prefer the longer one however the body is cut.
+  static const SecretEntry e{"B", std::string(k_placeholder_prefix) + std::string(64, 'b'), "o ~ s3cret-value-0123 9", {}};
   return e;
 }
 

@@ -12,6 +12,28 @@ Servers (on the host, 127.0.0.1, random ports):
         echo   raw TCP echo server
       and writes "HTTP HTTPS ECHO" (the three ports) to READYFILE, atomically.
       Exits after 120 seconds at the latest.
+  netservers.py secrets-serve DIR CERT KEY LOGFILE READYFILE
+      (t_secrets.sh) HTTP and HTTPS servers like "serve" (static files of DIR, for git),
+      which append every request (scheme, request line, header block, body) to LOGFILE
+      before answering, and echo requests back:
+        /echo           the request (line, headers, body, target percent-decoded) as the
+                        body, and the Authorization header, the X-Custom header and the
+                        target in X-Echo-Auth, X-Echo-Custom and X-Echo-Target
+        /echo-basic     the same, plus the decoded Basic credentials ("basic=U:P", and
+                        in X-Echo-Basic)
+        /echo-status    the same, with the Authorization header as the reason phrase
+        /echo-chunked?n=N   the echo sent chunked, N bytes per chunk (&trailer=1: and the
+                            Authorization header in a trailer field, X-Trailer-Auth)
+        /echo-split?n=N     the echo with Content-Length, written N bytes at a time with
+                            a pause after each, so that every value arrives in pieces
+        /echo-big?n=N   the echo N times, each followed by 70000 bytes of padding, as
+                        one 64 KiB+ body (Content-Length; chunked with &chunked=1)
+        /echo-close     the echo without Content-Length, ended by closing the connection
+        /echo-gzip      the echo gzip-compressed (Content-Encoding: gzip) whatever the
+                        request's Accept-Encoding says (&coding=deflate: zlib-wrapped
+                        deflate; &coding=br: the echo as it is, labelled "br")
+      and writes "HTTP HTTPS" (the two ports) to READYFILE, atomically. Exits after 120
+      seconds at the latest.
 
 Clients (inside the sandbox; the proxy is 127.0.0.1:3128 there):
   raw REQUEST            send REQUEST (Python escapes such as \\r\\n interpreted) to the
@@ -291,6 +313,145 @@ def client_direct(host, port):
         print("error-after-connect=" + str(e))
 
 
+# --- secrets-serve (t_secrets.sh) --------------------------------------------------------------
+
+class SecretHandler(Handler):
+    """Records every request in a log file and echoes requests back (see the docstring)."""
+
+    log_path = None
+    log_lock = threading.Lock()
+
+    def read_body(self):
+        if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
+            body = b""
+            while True:
+                size = int(self.rfile.readline().split(b";")[0].strip(), 16)
+                if size == 0:
+                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                        pass
+                    return body
+                body += self.rfile.read(size)
+                self.rfile.readline()
+        return self.rfile.read(int(self.headers.get("Content-Length") or 0))
+
+    def record(self, body):
+        scheme = "https" if isinstance(self.request, ssl.SSLSocket) else "http"
+        entry = ("=== %s %s\n%s" % (scheme, self.requestline, self.headers.as_string())).encode("latin-1")
+        entry += b"body=" + body + b"\n=== end\n"
+        with self.log_lock:
+            with open(self.log_path, "ab") as f:
+                f.write(entry)
+
+    def echo_body(self, body):
+        import urllib.parse
+        out = ("line=%s\n%s" % (self.requestline, self.headers.as_string())).encode("latin-1")
+        out += b"decoded-target=" + urllib.parse.unquote_to_bytes(self.path) + b"\n"
+        out += b"body=" + body + b"\n"
+        return out
+
+    def handle_any(self):
+        import base64
+        import gzip
+        import time
+        import urllib.parse
+        body = self.read_body() if self.command != "HEAD" else b""
+        self.record(body)
+        url = urllib.parse.urlsplit(self.path)
+        q = dict(urllib.parse.parse_qsl(url.query))
+        route = url.path
+        if not route.startswith("/echo"):
+            if self.command == "HEAD":
+                return super().do_HEAD()
+            if self.command == "GET":
+                return Handler.do_GET(self)
+            self.send_error(404)
+            return
+        auth = self.headers.get("Authorization") or ""
+        out = self.echo_body(body)
+        extra = [("X-Echo-Auth", auth), ("X-Echo-Custom", self.headers.get("X-Custom") or ""),
+                 ("X-Echo-Target", self.path)]
+        if route == "/echo-basic":
+            creds = b""
+            if auth[:6].lower() == "basic ":
+                try:
+                    creds = base64.b64decode(auth[6:].strip().encode("latin-1"), validate=True)
+                except ValueError:
+                    creds = b"(bad base64)"
+            out += b"basic=" + creds + b"\n"
+            extra.append(("X-Echo-Basic", creds.decode("latin-1")))
+        reason = auth if route == "/echo-status" else "OK"
+        if route == "/echo-big":
+            pad = b"x" * 70000
+            out = (out + pad) * int(q.get("n", "3"))
+        if route == "/echo-gzip":
+            coding = q.get("coding", "gzip")
+            if coding == "gzip":
+                out = gzip.compress(out)
+            elif coding == "deflate":
+                import zlib
+                out = zlib.compress(out)
+            extra.append(("Content-Encoding", coding))
+        self.send_response(200, reason)
+        self.send_header("Content-Type", "text/plain")
+        for k, v in extra:
+            self.send_header(k, v)
+        chunked = route == "/echo-chunked" or (route == "/echo-big" and q.get("chunked") == "1")
+        if route == "/echo-close":
+            self.send_header("Connection", "close")
+            self.close_connection = True
+        elif chunked:
+            self.send_header("Transfer-Encoding", "chunked")
+        else:
+            self.send_header("Content-Length", str(len(out)))
+        self.end_headers()
+        if self.command == "HEAD":
+            return
+        n = max(1, int(q.get("n", "4096" if route == "/echo-big" else "3")))
+        if chunked:
+            for i in range(0, len(out), n):
+                part = out[i:i + n]
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(part), part))
+            trailer = b""
+            if q.get("trailer") == "1":
+                trailer = ("X-Trailer-Auth: %s\r\n" % auth).encode("latin-1")
+            self.wfile.write(b"0\r\n" + trailer + b"\r\n")
+        elif route == "/echo-split":
+            for i in range(0, len(out), n):
+                self.wfile.write(out[i:i + n])
+                time.sleep(0.003)
+        else:
+            self.wfile.write(out)
+
+    do_GET = handle_any
+    do_POST = handle_any
+    do_PUT = handle_any
+
+    def do_HEAD(self):
+        self.handle_any()
+
+
+class SecretTLSServer(TLSServer):
+    pass
+
+
+def secrets_serve(directory, cert, key, logfile, readyfile):
+    signal.alarm(120)
+    SecretHandler.log_path = logfile
+    open(logfile, "ab").close()
+    handler = functools.partial(SecretHandler, directory=directory)
+    plain = Server(("127.0.0.1", 0), handler)
+    tls = SecretTLSServer(("127.0.0.1", 0), handler)
+    SecretTLSServer.ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    SecretTLSServer.ctx.load_cert_chain(cert, key)
+    for s in (plain, tls):
+        threading.Thread(target=s.serve_forever, daemon=True).start()
+    tmp = readyfile + ".tmp"
+    with open(tmp, "w") as f:
+        f.write("%d %d" % (plain.server_address[1], tls.server_address[1]))
+    os.rename(tmp, readyfile)
+    signal.pause()
+
+
 def main():
     kind, args = sys.argv[1], sys.argv[2:]
     fn = {
@@ -301,6 +462,7 @@ def main():
         "socks5-ip": client_socks5_ip,
         "socks4": client_socks4,
         "direct": client_direct,
+        "secrets-serve": secrets_serve,
     }.get(kind)
     if fn is None:
         sys.exit("unknown kind " + kind)

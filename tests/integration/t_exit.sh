@@ -76,6 +76,15 @@ zb -- "$HOSTDIR";             expect_rc 126 "a directory as command: 126"
 zb -- zbint-no-such-command;  expect_rc 127 "missing command: 127"
 expect_one_error_line 1 "missing command: one error line"
 expect_contains "$ERR" zbint-no-such-command "the message names the command"
+# A PATH directory the caller may not search hides nothing: still "not found" (as in sh), and
+# a non-executable file found through PATH is 126.
+mkdir -p "$HOSTDIR/unsearchable" "$HOSTDIR/pathdir" && chmod 000 "$HOSTDIR/unsearchable"
+cp "$HOSTDIR/noexec.sh" "$HOSTDIR/pathdir/zbint-noexec"
+PATH="$HOSTDIR/unsearchable:$HOSTDIR/pathdir:$PATH" zb -- zbint-no-such-command
+expect_rc 127 "missing command with an unsearchable PATH directory: 127"
+PATH="$HOSTDIR/unsearchable:$HOSTDIR/pathdir:$PATH" zb -- zbint-noexec
+expect_rc 126 "non-executable file found through PATH: 126"
+chmod 755 "$HOSTDIR/unsearchable"
 zb -- /no/such/path/cmd;      expect_rc 127 "missing absolute path: 127"
 zb --no-sandbox -- zbint-no-such-command; expect_rc 127 "--no-sandbox: missing command: 127"
 zb --no-sandbox -- "$HOSTDIR/noexec.sh";  expect_rc 126 "--no-sandbox: non-executable: 126"

@@ -3,6 +3,7 @@
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
+#include <zlib.h>
 
 #include <string>
 
@@ -83,7 +84,9 @@ TEST_CASE("substitution: target, headers and Basic credentials, only approved pl
   CHECK(substitute("Bearer " + pa, {}) == "Bearer " + pa);
 
   // In a request target, what may not appear there is percent-encoded.
-  CHECK(substitute_target("/v1?key=" + pa + "&x=1", only_a) == "/v1?key=s3cret%20value/%C3%A9&x=1");
+  CHECK(substitute_target("/v1?key=" + pa + "&x=1", only_a) == "/v1?key=s3cret%20value%2F%C3%A9&x=1");
+  auto pct = entry("P", "a%41+b&c=d:e@f~");
+  CHECK(substitute_target("/q?k=" + pct.placeholder, {&pct}) == "/q?k=a%2541%2Bb%26c%3Dd:e@f~");
 
   // Basic credentials: inside the base64.
   std::string creds = text::base64("user:" + pa);
@@ -122,6 +125,23 @@ TEST_CASE("responses are scrubbed of values, also split across reads") {
   std::string partial = p.feed("x0123456789abcde");
   partial += p.finish();
   CHECK(partial == "x0123456789abcde");
+
+  // One value inside another: the longer one wins wherever the cut falls.
+  auto inner = entry("I", "id-12345678");
+  auto outer = entry("O", "x:id-12345678:pw-secret");
+  Approved nested{&inner, &outer};
+  std::string echo = "a x:id-12345678:pw-secret b id-12345678 c";
+  std::string want = "a " + outer.placeholder + " b " + inner.placeholder + " c";
+  CHECK(Redactor(nested).redact(echo) == want);
+  for (std::size_t cut = 0; cut <= echo.size(); ++cut) {
+    for (std::size_t step = 1; step <= 7; step += 3) {
+      Redactor r2(nested);
+      std::string got = r2.feed(echo.substr(0, cut));
+      for (std::size_t i = cut; i < echo.size(); i += step) got += r2.feed(echo.substr(i, step));
+      got += r2.finish();
+      CHECK(got == want);
+    }
+  }
 
   // Other forms of the value, added explicitly.
   Redactor f(subs);
@@ -178,4 +198,61 @@ TEST_CASE("TLS contexts and the trust bundle") {
   REQUIRE(ca);
   auto bundle = trust_bundle(ca->ca_pem());
   if (bundle) CHECK(bundle->ends_with(ca->ca_pem()));
+}
+
+namespace {
+// zlib's own compressor: window_bits 31 for gzip, 15 for zlib, -15 for raw deflate.
+std::string compress(const std::string& in, int window_bits) {
+  z_stream zs{};
+  REQUIRE(deflateInit2(&zs, 6, Z_DEFLATED, window_bits, 8, Z_DEFAULT_STRATEGY) == Z_OK);
+  std::string out(deflateBound(&zs, in.size()) + 32, '\0');
+  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
+  zs.avail_in = static_cast<uInt>(in.size());
+  zs.next_out = reinterpret_cast<Bytef*>(out.data());
+  zs.avail_out = static_cast<uInt>(out.size());
+  REQUIRE(deflate(&zs, Z_FINISH) == Z_STREAM_END);
+  out.resize(zs.total_out);
+  deflateEnd(&zs);
+  return out;
+}
+
+std::string decode_in_pieces(const std::vector<std::string>& codings, const std::string& body, std::size_t step) {
+  auto d = Decoder::for_coding(codings);
+  REQUIRE(d);
+  REQUIRE(d->has_value());
+  std::string out;
+  for (std::size_t i = 0; i < body.size(); i += step) {
+    auto part = (**d).feed(std::string_view(body).substr(i, step));
+    REQUIRE(part);
+    out += *part;
+  }
+  return out;
+}
+}  // namespace
+
+TEST_CASE("compressed responses are decoded to be scrubbed") {
+  std::string text;
+  for (int i = 0; i < 5000; ++i) text += "line " + std::to_string(i) + " Authorization: Bearer s3cret-value\n";
+  for (std::size_t step : {1ul, 7ul, 4096ul, 1000000ul}) {
+    CHECK(decode_in_pieces({"gzip"}, compress(text, 31), step) == text);
+    CHECK(decode_in_pieces({"x-gzip"}, compress(text, 31), step) == text);
+    CHECK(decode_in_pieces({"deflate"}, compress(text, 15), step) == text);
+  }
+  CHECK(decode_in_pieces({"deflate"}, compress(text, -15), 4096) == text);               // raw, as some servers send
+  CHECK(decode_in_pieces({"gzip"}, compress("ab", 31) + compress("cd", 31), 3) == "abcd");  // two gzip members
+
+  auto none = Decoder::for_coding({});
+  REQUIRE(none);
+  CHECK_FALSE(none->has_value());
+  auto identity = Decoder::for_coding({"identity"});
+  REQUIRE(identity);
+  CHECK_FALSE(identity->has_value());
+  for (std::vector<std::string> bad : {std::vector<std::string>{"br"}, {"zstd"}, {"gzip", "br"}, {"gzip", "gzip"}}) {
+    auto d = Decoder::for_coding(bad);
+    REQUIRE_FALSE(d);
+    CHECK(d.error().message().starts_with("Content-Encoding"));
+  }
+  auto corrupt = Decoder::for_coding({"gzip"});
+  REQUIRE(corrupt);
+  CHECK_FALSE((**corrupt).feed("this is not gzip at all"));
 }

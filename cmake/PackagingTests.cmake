@@ -1,0 +1,23 @@
+# Tests of cmake/Packaging.cmake: the installed C++ API, the .deb, and the man page and
+# shell completions generated from the CLI definition. Each skips (77) where a tool it
+# needs is missing, and says which.
+set(zerobox_pkg_tests ${PROJECT_SOURCE_DIR}/tests/packaging)
+
+# `cmake --install` into a temporary prefix, then examples/cpp built against it with
+# find_package(zerobox) and run.
+add_test(NAME pkg.cpp_example
+         COMMAND ${zerobox_pkg_tests}/cpp_example.sh ${CMAKE_COMMAND} ${CMAKE_BINARY_DIR}
+                 ${PROJECT_SOURCE_DIR}/examples/cpp $<TARGET_FILE:zerobox>)
+set_tests_properties(pkg.cpp_example PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600 LABELS packaging)
+
+# cpack, then dpkg -i / dpkg -r on this machine: root only, and alone, since it installs
+# /usr/bin/zerobox for a moment.
+add_test(NAME pkg.deb
+         COMMAND ${zerobox_pkg_tests}/deb.sh ${CMAKE_BINARY_DIR} ${PROJECT_VERSION} $<TARGET_FILE:zerobox>)
+set_tests_properties(pkg.deb PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600 RUN_SERIAL ON LABELS packaging)
+
+foreach(what man bash zsh fish)
+  add_test(NAME pkg.docs.${what}
+           COMMAND ${zerobox_pkg_tests}/docs.sh ${what} $<TARGET_FILE:zerobox> ${ZEROBOX_DOCS_DIR})
+  set_tests_properties(pkg.docs.${what} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120 LABELS packaging)
+endforeach()
