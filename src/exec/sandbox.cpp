@@ -194,7 +194,10 @@ SandboxResult run_sandbox(const SandboxSpec& spec, const std::function<void(long
   unsigned long flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP;
   if (spec.new_net) flags |= CLONE_NEWNET;
 
-  // Forwarded signals stay blocked across clone() so the child never runs our handler.
+  // Forwarded signals stay blocked across clone(), and in the child until its init has a
+  // command to forward them to (run_init unblocks them after forking it): a signal that
+  // arrives meanwhile waits instead of meeting a handler with nowhere to send it (or, for
+  // a pid namespace's init, the default action, which drops it).
   sigset_t fwd, old_mask;
   sigemptyset(&fwd);
   for (int s : k_forwarded_signals) sigaddset(&fwd, s);
@@ -203,7 +206,6 @@ SandboxResult run_sandbox(const SandboxSpec& spec, const std::function<void(long
 
   long pid = ::syscall(SYS_clone, flags | SIGCHLD, nullptr, nullptr, nullptr, nullptr);
   if (pid == 0) {
-    ::sigprocmask(SIG_SETMASK, &old_mask, nullptr);
     // Keep only the fds the child uses (and stdio).
     int keep[3] = {sync_r.get(), report_w.get(), proxy_child.get()};
     std::sort(std::begin(keep), std::end(keep));

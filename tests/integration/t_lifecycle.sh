@@ -69,4 +69,20 @@ wait "$ZPID"
 RC=$? LAST_CMD="zerobox -- sleep + kill -TERM"
 expect_rc 143 "SIGTERM to zerobox with an untrapping command: 128+15"
 wait_until 5 no_process "sleep $T5"; _check $? "the command is gone after SIGTERM" "still runs"
+
+# --- A signal that arrives while the sandbox is being built is not lost: it waits until the
+# command exists and then reaches it (it used to be dropped by a pid-1 handler with no target,
+# and the run went on to the end). Delays from 0 to 12 ms cover every phase of the start-up.
+lost=""
+for d in 0 0.001 0.002 0.003 0.004 0.005 0.006 0.007 0.008 0.010 0.012; do
+  "$ZEROBOX" -- sleep 30 >/dev/null 2>&1 &
+  z=$!
+  sleep "$d"
+  kill -TERM "$z"
+  start=$(date +%s)
+  wait "$z"
+  rc=$?
+  [ "$rc" = 143 ] && [ $(($(date +%s) - start)) -lt 10 ] || lost="$lost ${d}s:rc=$rc"
+done
+[ -z "$lost" ]; _check $? "SIGTERM during start-up ends the run with 143" "lost or late:$lost"
 finish

@@ -3,6 +3,7 @@
 Temporary directories live under /var/tmp: /tmp is scratch inside the sandbox."""
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -97,6 +98,13 @@ class TestRun(Base):
         r = self.sb().run("cat", input=b'{"a": [1, 2]}')
         self.assertEqual(r.json(), {"a": [1, 2]})
 
+    def test_big_input(self) -> None:
+        data = os.urandom(5 * 1024 * 1024)
+        r = self.sb().run("cat", input=data, timeout=120)
+        self.assertEqual((r.exit_code, r.stdout), (0, data))
+        r = self.sb().run("true", input=data, timeout=120)  # never reads it: no EPIPE error
+        self.assertEqual(r.exit_code, 0)
+
     def test_big_output_both_streams(self) -> None:
         n = 10 * 1024 * 1024
         script = f"head -c {n} /dev/zero & head -c {n} /dev/zero >&2; wait"
@@ -175,6 +183,30 @@ class TestRun(Base):
         self.assertIsInstance(cm.exception, SandboxTimeout)
         self.assertLess(time.monotonic() - t0, 15)
         self._wait_gone(marker)
+
+    def test_interrupt_kills_tree(self) -> None:
+        # Ctrl-C never reaches zerobox (it runs in a process group of its own): run()
+        # and wait() must kill it when an exception interrupts them.
+        marker = "zbsdk" + uuid.uuid4().hex[:12]
+        sleep = os.path.join(self.tmp, marker)
+        shutil.copy(shutil.which("sleep"), sleep)
+
+        def interrupt(signum, frame):
+            raise KeyboardInterrupt
+
+        old = signal.signal(signal.SIGALRM, interrupt)
+        try:
+            for how in ("run", "wait"):
+                signal.setitimer(signal.ITIMER_REAL, 1.0)
+                with self.assertRaises(KeyboardInterrupt):
+                    if how == "run":
+                        self.sb().run("sh", ["-c", f"{sleep} 100 & {sleep} 100"])
+                    else:
+                        self.sb().spawn("sh", ["-c", f"{sleep} 100 & {sleep} 100"]).wait()
+                self._wait_gone(marker)
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, old)
 
     def test_concurrent(self) -> None:
         results = [None] * 4

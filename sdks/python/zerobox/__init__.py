@@ -3,14 +3,17 @@
     from zerobox import Sandbox
     r = Sandbox(allow_write=["/var/tmp/out"]).run("sh", ["-c", "echo hi"])
     print(r.exit_code, r.text())
+
+The asyncio API is :mod:`zerobox.aio` (``AsyncSandbox``, ``snapshots``).
 """
 from ._binary import find_binary
 from .errors import SandboxError, SandboxTimeout
-from .sandbox import Process, Result, Sandbox
+from .sandbox import Process, Result, Sandbox, SandboxPolicy
 from . import snapshots
 
 __all__ = [
     "Sandbox",
+    "SandboxPolicy",
     "Process",
     "Result",
     "SandboxError",

@@ -1,72 +1,131 @@
-"""``zerobox snapshot`` subcommands."""
+"""``zerobox snapshot`` subcommands (blocking; :mod:`zerobox.aio.snapshots` has the
+same calls for asyncio)."""
 import json
 import os
 import subprocess
-from typing import Any, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ._binary import find_binary
 from .errors import SandboxError
 
-__all__ = ["list", "show", "diff", "accept", "discard", "restore", "clean"]
+__all__ = ["list", "show", "diff", "diff_text", "accept", "discard", "restore", "clean"]
 
 _list = list
 
+# One subcommand: its arguments after ``zerobox snapshot`` and how to read its stdout.
+# Both the blocking and the asyncio calls are built from these.
+_Op = Tuple[List[str], Callable[[bytes], Any]]
 
-def _run(args: Sequence[str], env: Optional[Mapping[str, str]], binary: Optional[str]) -> bytes:
-    penv = None
-    if env:
-        penv = dict(os.environ)
-        penv.update(env)
-    argv = [find_binary(binary), "snapshot"] + _list(args)
-    p = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                       stderr=subprocess.PIPE, env=penv)
-    if p.returncode != 0:
-        err = p.stderr.decode("utf-8", "replace").strip()
-        raise SandboxError(err or f"zerobox snapshot {args[0]} exited {p.returncode}",
-                           exit_code=p.returncode, stderr=p.stderr)
-    return p.stdout
+
+def _argv(args: Sequence[str], binary: Optional[str]) -> List[str]:
+    return [find_binary(binary), "snapshot"] + _list(args)
+
+
+def _environ(env: Optional[Mapping[str, str]]) -> Optional[Dict[str, str]]:
+    if not env:
+        return None
+    penv = dict(os.environ)
+    penv.update(env)
+    return penv
+
+
+def _check(args: Sequence[str], returncode: int, stdout: bytes, stderr: bytes) -> bytes:
+    if returncode != 0:
+        err = stderr.decode("utf-8", "replace").strip()
+        raise SandboxError(err or f"zerobox snapshot {args[0]} exited {returncode}",
+                           exit_code=returncode, stderr=stderr)
+    return stdout
+
+
+def _parse_list(out: bytes) -> List[Dict[str, Any]]:
+    data = json.loads(out or b"[]")
+    if isinstance(data, dict):  # tolerate {"sessions": [...]}
+        data = data.get("sessions", [])
+    return data  # type: ignore[no-any-return]
+
+
+def _nothing(out: bytes) -> None:
+    return None
+
+
+def _text(out: bytes) -> str:
+    return out.decode("utf-8", "replace")
+
+
+def _op_list() -> _Op:
+    return ["list", "--json"], _parse_list
+
+
+def _op_show(id: str) -> _Op:
+    return ["show", id, "--json"], json.loads
+
+
+def _op_diff(id: str, paths: Sequence[str]) -> _Op:
+    return ["diff", id, "--json"] + (["--"] + _list(paths) if paths else []), json.loads
+
+
+def _op_diff_text(id: str, paths: Sequence[str]) -> _Op:
+    return ["diff", id, "--color=never"] + (["--"] + _list(paths) if paths else []), _text
+
+
+def _op_accept(id: str, force: bool) -> _Op:
+    return ["accept", id] + (["--force"] if force else []), _nothing
+
+
+def _op_discard(id: str) -> _Op:
+    return ["discard", id], _nothing
+
+
+def _op_restore(id: str, force: bool) -> _Op:
+    return ["restore", id] + (["--force"] if force else []), _nothing
+
+
+def _op_clean(older_than_days: int) -> _Op:
+    return ["clean", f"--older-than={int(older_than_days)}"], _nothing
+
+
+def _call(op: _Op, env: Optional[Mapping[str, str]], binary: Optional[str]) -> Any:
+    args, parse = op
+    p = subprocess.run(_argv(args, binary), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, env=_environ(env))
+    return parse(_check(args, p.returncode, p.stdout, p.stderr))
 
 
 def list(*, env: Optional[Mapping[str, str]] = None, binary: Optional[str] = None) -> List[Dict[str, Any]]:  # noqa: A001
     """All sessions, oldest first."""
-    data = json.loads(_run(["list", "--json"], env, binary) or b"[]")
-    if isinstance(data, dict):  # tolerate {"sessions": [...]}
-        data = data.get("sessions", [])
-    return data
+    return _call(_op_list(), env, binary)  # type: ignore[no-any-return]
 
 
 def show(id: str, *, env: Optional[Mapping[str, str]] = None, binary: Optional[str] = None) -> Dict[str, Any]:
-    return json.loads(_run(["show", id, "--json"], env, binary))
+    return _call(_op_show(id), env, binary)  # type: ignore[no-any-return]
 
 
 def diff(id: str, paths: Sequence[str] = (), *, env: Optional[Mapping[str, str]] = None,
          binary: Optional[str] = None) -> Dict[str, Any]:
     """``{"session": ID, "changes": [...]}``, optionally limited to ``paths``."""
-    return json.loads(_run(["diff", id, "--json", "--"] + _list(paths) if paths
-                           else ["diff", id, "--json"], env, binary))
+    return _call(_op_diff(id, paths), env, binary)  # type: ignore[no-any-return]
 
 
 def diff_text(id: str, paths: Sequence[str] = (), *, env: Optional[Mapping[str, str]] = None,
               binary: Optional[str] = None) -> str:
     """The git-style unified diff, uncoloured."""
-    args = ["diff", id, "--color=never"] + (["--"] + _list(paths) if paths else [])
-    return _run(args, env, binary).decode("utf-8", "replace")
+    return _call(_op_diff_text(id, paths), env, binary)  # type: ignore[no-any-return]
 
 
 def accept(id: str, force: bool = False, *, env: Optional[Mapping[str, str]] = None,
            binary: Optional[str] = None) -> None:
-    _run(["accept", id] + (["--force"] if force else []), env, binary)
+    _call(_op_accept(id, force), env, binary)
 
 
 def discard(id: str, *, env: Optional[Mapping[str, str]] = None, binary: Optional[str] = None) -> None:
-    _run(["discard", id], env, binary)
+    _call(_op_discard(id), env, binary)
 
 
 def restore(id: str, force: bool = False, *, env: Optional[Mapping[str, str]] = None,
             binary: Optional[str] = None) -> None:
-    _run(["restore", id] + (["--force"] if force else []), env, binary)
+    _call(_op_restore(id, force), env, binary)
 
 
 def clean(older_than_days: int, *, env: Optional[Mapping[str, str]] = None,
           binary: Optional[str] = None) -> None:
-    _run(["clean", f"--older-than={int(older_than_days)}"], env, binary)
+    _call(_op_clean(older_than_days), env, binary)
