@@ -33,7 +33,7 @@ case $target in
   secrets) srcs=("$root/tests/fuzz/fuzz_secrets.cpp" "$root/src/net/secrets.cpp" "$root/src/util/text.cpp" "${common[@]}") ;;
   *) echo "unknown fuzz target '$target' (host, proxy, secrets)" >&2; exit 2 ;;
 esac
-libs=(-lssl -lcrypto)
+libs=(-lssl -lcrypto -lz)
 bin=$out/fuzz_$target
 stale=0
 [ -x "$bin" ] || stale=1

@@ -38,8 +38,8 @@ expect_eq "$(events "$S")" "child_started pid=N
 child_exit signal=9" "child_exit with signal"
 run "$ZEROBOX" --status-fd=3 --allow-write=/no/such/dir/x -- true 3>"$S"; expect_rc 125 "setup failure"
 expect_eq "$(events "$S")" "setup_error message=TEXT" "setup_error event with a message"
-run "$ZEROBOX" --status-fd=3 --secret K=V -- true 3>"$S"; expect_rc 125 "secrets (not in this build)"
-expect_eq "$(events "$S")" "setup_error message=TEXT" "setup_error for an unavailable feature"
+run "$ZEROBOX" --status-fd=3 --secret K=V --no-sandbox -- true 3>"$S"; expect_rc 125 "a secret with --no-sandbox"
+expect_eq "$(events "$S")" "setup_error message=TEXT" "setup_error for a policy that cannot run"
 run "$ZEROBOX" --status-fd=3 -- zbint-no-such-command 3>"$S"; expect_rc 127 "exec failure"
 expect_eq "$(events "$S")" "child_started pid=N
 child_exit code=127" "exec failure: child_started then child_exit 127"
