@@ -427,6 +427,9 @@ Plan build_plan(const policy::FsRules& fs, const MountTable& mounts, const std::
   for (const auto& r : fs.read_only) b.ro_view(r);
   for (const auto& s : fs.socket_dirs) b.ro_view(s);
   for (const auto& m : fs.masked) b.mask(m);
+  for (const auto& sock : fs.masked_sockets) {
+    b.op({.kind = OpKind::Bind, .src = k_denied_file, .dst = in_new(sock), .optional = true});
+  }
 
   // Secrets: the trust bundle (system CAs and the run's CA), read-only over each system bundle.
   // The file itself is written into the staging root by execute_plan.

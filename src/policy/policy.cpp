@@ -542,7 +542,42 @@ FsRules compute_fs(const Policy& p, const Caller& c) {
     }
     drop_nested(fs.socket_dirs);
   }
+
+  // Any other socket bound in this network namespace that falls inside a plain writable
+  // bind: /proc/net/unix names them (its length follows the number of sockets, not the size
+  // of any tree), and each gets the mask file bound over it, so connect() and sendto() are
+  // refused. Tracked paths are overlays, which refuse them already.
+  for (const auto& sock : bound_unix_sockets()) {
+    bool writable = fs.write_all ? visible(sock) : under_any(sock, fs.writable);
+    if (!writable || under_any(sock, fs.tracked) || under_any(sock, fs.socket_dirs) || under_any(sock, fs.masked) ||
+        named(sock, p.allow_write))
+      continue;
+    struct stat st{};
+    if (::lstat(sock.c_str(), &st) == 0 && S_ISSOCK(st.st_mode)) fs.masked_sockets.push_back(sock);
+  }
+  sort_unique(fs.masked_sockets);
   return fs;
+}
+
+std::vector<std::string> bound_unix_sockets(const std::string& proc_net_unix) {
+  // "Num RefCount Protocol Flags Type St Inode Path": the path, when there is one, is the
+  // rest of the line after the seventh field. Abstract names start with '@', and paths
+  // bound relative to some process's directory cannot be placed: only absolute ones count.
+  std::vector<std::string> out;
+  std::ifstream in(proc_net_unix);
+  std::string line;
+  std::getline(in, line);  // the header
+  while (std::getline(in, line)) {
+    std::size_t pos = 0;
+    for (int field = 0; field < 7 && pos != std::string::npos; ++field) {
+      pos = line.find_first_not_of(' ', pos);
+      if (pos != std::string::npos) pos = line.find(' ', pos);
+    }
+    if (pos == std::string::npos || pos + 1 >= line.size() || line[pos + 1] != '/') continue;
+    out.push_back(line.substr(pos + 1));
+  }
+  sort_unique(out);
+  return out;
 }
 
 std::vector<std::string> build_env(const Policy& p, const Caller& c) {

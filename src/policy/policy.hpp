@@ -50,6 +50,7 @@ struct FsRules {
   std::vector<std::string> read_only;   // existing paths forced read-only (deny-write, protected)
   std::vector<std::string> masked;      // existing paths that cannot be read
   std::vector<std::string> socket_dirs; // read-only views that block host unix sockets
+  std::vector<std::string> masked_sockets;  // host sockets inside writable binds, masked
   bool scratch_host_content = true;     // scratch /tmp shows the host's /tmp
   bool tmp_writable = false;            // /tmp really writable (bare --allow-write or named)
   bool var_tmp_writable = false;
@@ -65,6 +66,10 @@ struct FsRules {
 };
 
 FsRules compute_fs(const zerobox::Policy& p, const Caller& caller);
+
+// The absolute paths of the unix sockets bound in this network namespace, as listed by the
+// kernel in /proc/net/unix (sorted, unique).
+std::vector<std::string> bound_unix_sockets(const std::string& proc_net_unix = "/proc/net/unix");
 
 // Resolves argv[0] against PATH the way execvp does; empty when not found.
 std::string resolve_command(const std::string& name, const std::string& path_env,

@@ -35,9 +35,23 @@ run env XDG_RUNTIME_DIR="$XDG" "$ZEROBOX" -A -- "$PROBE" connect-unix "$S3"
 expect_rc_not 0 "-A: socket in \$XDG_RUNTIME_DIR unreachable"
 run env XDG_RUNTIME_DIR="$XDG" "$ZEROBOX" --allow-write -- "$PROBE" write "$XDG/f"
 expect_refused "bare --allow-write: \$XDG_RUNTIME_DIR itself stays read-only"
+# A socket inside a directory made writable (a plain bind, where connect() would work): the
+# kernel's list of bound sockets (/proc/net/unix) names it, and it is masked.
+zb --allow-write="$HOSTDIR/sockdir" -- "$PROBE" connect-unix "$S2"; expect_rc_not 0 "socket in an --allow-write dir unreachable"
+zb --allow-write -- "$PROBE" connect-unix "$S2"; expect_rc_not 0 "bare --allow-write: socket in any host dir unreachable"
+zb -A -- "$PROBE" connect-unix "$S2"; expect_rc_not 0 "-A: socket in any host dir unreachable"
+zb --allow-write="$HOSTDIR/sockdir" -- sh -c "rm -f '$S2' || mv '$S2' '$S2.moved'"
+expect_rc_not 0 "the masked socket cannot be removed or renamed to get at the path"
+run "$PROBE" connect-unix "$S2"; expect_rc 0 "the host's socket is intact after the runs"
+# The command's own sockets in a writable directory work.
+zb --allow-write="$HOSTDIR/sockdir" -- "$PY" -c "
+import socket
+s = socket.socket(socket.AF_UNIX); s.bind('$HOSTDIR/sockdir/own.sock'); s.listen(1)
+c = socket.socket(socket.AF_UNIX); c.connect('$HOSTDIR/sockdir/own.sock'); print('own-ok')"
+expect_contains "$OUT" own-ok "the command's own socket in a writable dir works"
+rm -f "$HOSTDIR/sockdir/own.sock"
 # ssh-agent and tmux keep their sockets in /tmp (/tmp/ssh-XXXX/agent.N, /tmp/tmux-UID/):
-# making /tmp really writable must not make them reachable. (A socket in any other
-# directory made writable is reachable: writable paths are plain binds; docs/security.md.)
+# making /tmp really writable must not make them reachable.
 SSHD=$(mktemp -d /tmp/ssh-zbintXXXXXX)
 chmod 755 "$SSHD"
 [ "$MODE" = user ] && chown 65534:65534 "$SSHD" 2>/dev/null

@@ -289,3 +289,18 @@ TEST_CASE("snapshots track the working directory, the writable paths inside it, 
   p.no_sandbox = true;
   CHECK_FALSE(policy::finalize(p, c));
 }
+
+TEST_CASE("bound unix sockets are read from /proc/net/unix: absolute paths only") {
+  test::TempDir t;
+  test::write_file(t / "unix",
+                   "Num       RefCount Protocol Flags    Type St Inode Path\n"
+                   "0000000000000000: 00000002 00000000 00010000 0001 01 6689200 /tmp/a b.sock\n"
+                   "0000000000000000: 00000002 00000000 00000000 0002 01 6689201 /run/systemd/journal/dev-log\n"
+                   "0000000000000000: 00000002 00000000 00010000 0001 01 6689202 @/tmp/.X11-unix/X0\n"
+                   "0000000000000000: 00000003 00000000 00000000 0001 03 6689203\n"
+                   "0000000000000000: 00000002 00000000 00010000 0001 01 6689204 relative.sock\n"
+                   "0000000000000000: 00000002 00000000 00010000 0001 01 6689205 /tmp/a b.sock\n");
+  auto socks = policy::bound_unix_sockets(t / "unix");
+  CHECK(socks == std::vector<std::string>{"/run/systemd/journal/dev-log", "/tmp/a b.sock"});
+  CHECK(policy::bound_unix_sockets(t / "missing").empty());
+}
