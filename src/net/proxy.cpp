@@ -585,6 +585,20 @@ std::optional<Framing> response_framing(const Message& resp, bool head_request, 
   return Framing{Framing::Kind::until_close, 0};
 }
 
+// The size on a chunk-size line ("1a" or "1a;name=value"); nullopt when the line is malformed.
+std::optional<std::uint64_t> chunk_size(std::string_view line) {
+  std::size_t digits = 0;
+  std::uint64_t size = 0;
+  while (digits < line.size() && std::isxdigit(static_cast<unsigned char>(line[digits]))) ++digits;
+  if (digits == 0 || digits > 15) return std::nullopt;
+  std::from_chars(line.data(), line.data() + digits, size, 16);
+  std::string_view rest = trim_ows(line.substr(digits));
+  if (!rest.empty() && rest.front() != ';') return std::nullopt;
+  for (char ch : rest)
+    if ((static_cast<unsigned char>(ch) < 0x20 && ch != '\t') || ch == 0x7f) return std::nullopt;
+  return size;
+}
+
 // Relays a chunked body as it arrives, chunk by chunk, unchanged (extensions and trailers too),
 // checking its syntax so the end of the body is where both sides think it is.
 awaitable<bool> relay_chunked(Stream& from, Stream& to) {
@@ -592,15 +606,9 @@ awaitable<bool> relay_chunked(Stream& from, Stream& to) {
   for (;;) {
     ReadStatus size_line = co_await read_line(from, line);
     if (size_line != ReadStatus::ok) co_return false;
-    std::size_t digits = 0;
-    std::uint64_t size = 0;
-    while (digits < line.size() && std::isxdigit(static_cast<unsigned char>(line[digits]))) ++digits;
-    if (digits == 0 || digits > 15) co_return false;
-    std::from_chars(line.data(), line.data() + digits, size, 16);
-    std::string_view rest = trim_ows(std::string_view(line).substr(digits));
-    if (!rest.empty() && rest.front() != ';') co_return false;
-    for (char ch : rest)
-      if ((static_cast<unsigned char>(ch) < 0x20 && ch != '\t') || ch == 0x7f) co_return false;
+    std::optional<std::uint64_t> chunk = chunk_size(line);
+    if (!chunk) co_return false;
+    std::uint64_t size = *chunk;
     line += "\r\n";
     bool written = co_await write_all(to, line);
     if (!written) co_return false;
@@ -1144,15 +1152,13 @@ awaitable<bool> emit(Stream& to, std::string data, bool chunked) {
   co_return co_await write_all(to, data);
 }
 
-// Relays a response body with every secret value replaced by its placeholder (Redactor). The
-// body is decoded from its framing (and from its Content-Encoding, with `dec`) and sent
-// chunked (HTTP/1.1 clients) or until close (HTTP/1.0), since the length changes. Trailer
-// fields are dropped.
-awaitable<bool> relay_redacted(Stream& from, Stream& to, Framing f, Redactor& red, Decoder* dec, bool chunked_out) {
-  bool ok = true;
-  // The scrubbed form of the next piece of the body (decoded first when it is compressed);
-  // nullopt for a corrupt compressed body, which ends the response.
-  auto clean = [&](std::string_view piece) -> std::optional<std::string> {
+// Decodes (when the body is compressed) and scrubs the pieces of a response body; nullopt
+// for a corrupt compressed body, which ends the response.
+struct Scrubber {
+  Redactor& red;
+  Decoder* dec;
+
+  std::optional<std::string> clean(std::string_view piece) {
     if (!dec) return red.feed(piece);
     auto plain = dec->feed(piece);
     if (!plain) {
@@ -1160,33 +1166,48 @@ awaitable<bool> relay_redacted(Stream& from, Stream& to, Framing f, Redactor& re
       return std::nullopt;
     }
     return red.feed(*plain);
-  };
+  }
+};
+
+// n bytes of a body, read from `from` and written scrubbed to `to`.
+awaitable<bool> scrub_n(Stream& from, Stream& to, std::uint64_t n, Scrubber& scrub, bool chunked_out) {
+  while (n > 0) {
+    if (from.avail() == 0) {
+      bool more = co_await from.fill();
+      if (!more) co_return false;
+    }
+    std::size_t k = static_cast<std::size_t>(std::min<std::uint64_t>(from.avail(), n));
+    std::optional<std::string> part = scrub.clean(from.view().substr(0, k));
+    if (!part) co_return false;
+    from.consume(k);
+    n -= k;
+    bool sent = co_await emit(to, std::move(*part), chunked_out);
+    if (!sent) co_return false;
+  }
+  co_return true;
+}
+
+// Relays a response body with every secret value replaced by its placeholder (Redactor). The
+// body is decoded from its framing (and from its Content-Encoding, with `dec`) and sent
+// chunked (HTTP/1.1 clients) or until close (HTTP/1.0), since the length changes. Trailer
+// fields are dropped.
+awaitable<bool> relay_redacted(Stream& from, Stream& to, Framing f, Redactor& red, Decoder* dec, bool chunked_out) {
+  Scrubber scrub{red, dec};
   switch (f.kind) {
     case Framing::Kind::none: break;
     case Framing::Kind::length: {
-      std::uint64_t left = f.length;
-      while (ok && left > 0) {
-        if (from.avail() == 0) {
-          bool more = co_await from.fill();
-          if (!more) co_return false;
-        }
-        std::size_t k = static_cast<std::size_t>(std::min<std::uint64_t>(from.avail(), left));
-        std::optional<std::string> part = clean(from.view().substr(0, k));
-        if (!part) co_return false;
-        from.consume(k);
-        left -= k;
-        ok = co_await emit(to, std::move(*part), chunked_out);
-      }
+      bool whole = co_await scrub_n(from, to, f.length, scrub, chunked_out);
+      if (!whole) co_return false;
       break;
     }
     case Framing::Kind::until_close:
       for (;;) {
         if (from.avail() > 0) {
-          std::optional<std::string> piece = clean(from.view());
+          std::optional<std::string> piece = scrub.clean(from.view());
           if (!piece) co_return false;
           from.reset();
-          ok = co_await emit(to, std::move(*piece), chunked_out);
-          if (!ok) break;
+          bool sent = co_await emit(to, std::move(*piece), chunked_out);
+          if (!sent) co_return false;
         }
         bool more = co_await from.fill();
         if (!more) break;
@@ -1197,25 +1218,11 @@ awaitable<bool> relay_redacted(Stream& from, Stream& to, Framing f, Redactor& re
       for (;;) {
         ReadStatus size_line = co_await read_line(from, line);
         if (size_line != ReadStatus::ok) co_return false;
-        std::size_t digits = 0;
-        std::uint64_t size = 0;
-        while (digits < line.size() && std::isxdigit(static_cast<unsigned char>(line[digits]))) ++digits;
-        if (digits == 0 || digits > 15) co_return false;
-        std::from_chars(line.data(), line.data() + digits, size, 16);
-        if (size == 0) break;
-        while (ok && size > 0) {
-          if (from.avail() == 0) {
-            bool more = co_await from.fill();
-            if (!more) co_return false;
-          }
-          std::size_t k = static_cast<std::size_t>(std::min<std::uint64_t>(from.avail(), size));
-          std::optional<std::string> chunk = clean(from.view().substr(0, k));
-          if (!chunk) co_return false;
-          from.consume(k);
-          size -= k;
-          ok = co_await emit(to, std::move(*chunk), chunked_out);
-        }
-        if (!ok) co_return false;
+        std::optional<std::uint64_t> size = chunk_size(line);
+        if (!size) co_return false;
+        if (*size == 0) break;
+        bool chunk_done = co_await scrub_n(from, to, *size, scrub, chunked_out);
+        if (!chunk_done) co_return false;
         bool crlf = co_await need(from, 2);
         if (!crlf || from.view().substr(0, 2) != "\r\n") co_return false;
         from.consume(2);
@@ -1228,7 +1235,6 @@ awaitable<bool> relay_redacted(Stream& from, Stream& to, Framing f, Redactor& re
       break;
     }
   }
-  if (!ok) co_return false;
   std::string held = red.finish();
   bool tail = co_await emit(to, std::move(held), chunked_out);
   if (!tail) co_return false;

@@ -4,6 +4,7 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <tuple>
 
 #include "util/text.hpp"
 
@@ -156,23 +157,28 @@ std::string Redactor::redact(std::string_view s) const {
   if (m_pairs.empty()) return std::string(s);
   std::string out;
   std::size_t i = 0;
-  while (i < s.size()) {
-    std::size_t best = std::string_view::npos;
-    const std::pair<std::string, std::string>* hit = nullptr;
-    for (const auto& p : m_pairs) {
-      std::size_t at = s.find(p.first, i);
-      if (at < best) {
-        best = at;
-        hit = &p;
-      }
-    }
-    if (!hit) break;
-    out.append(s.substr(i, best - i));
+  for (auto [at, hit] = next_value(s, 0); hit != nullptr; std::tie(at, hit) = next_value(s, i)) {
+    out.append(s.substr(i, at - i));
     out += hit->second;
-    i = best + hit->first.size();
+    i = at + hit->first.size();
   }
-  out.append(s.substr(std::min(i, s.size())));
+  out.append(s.substr(i));
   return out;
+}
+
+std::pair<std::size_t, const std::pair<std::string, std::string>*> Redactor::next_value(std::string_view s,
+                                                                                         std::size_t from) const {
+  // m_pairs is sorted longest first, so at a tie the longest value wins.
+  std::size_t best = std::string_view::npos;
+  const std::pair<std::string, std::string>* hit = nullptr;
+  for (const auto& p : m_pairs) {
+    std::size_t at = s.find(p.first, from);
+    if (at < best) {
+      best = at;
+      hit = &p;
+    }
+  }
+  return {best, hit};
 }
 
 std::string Redactor::feed(std::string_view in) {
@@ -195,15 +201,7 @@ std::string Redactor::feed(std::string_view in) {
   std::string out;
   std::size_t i = 0;
   for (;;) {
-    std::size_t best = std::string_view::npos;
-    const std::pair<std::string, std::string>* hit = nullptr;
-    for (const auto& p : m_pairs) {
-      std::size_t at = s.find(p.first, i);
-      if (at < best) {
-        best = at;
-        hit = &p;
-      }
-    }
+    auto [best, hit] = next_value(s, i);
     std::size_t wait = partial_from(i);
     if (!hit || wait <= best) {
       out.append(s.substr(i, wait - i));

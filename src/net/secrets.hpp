@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "net/rules.hpp"
@@ -103,6 +104,10 @@ class Redactor {
   std::string redact(std::string_view s) const;
 
  private:
+  // The leftmost value at or after `from` (the longest of those starting there), or npos.
+  std::pair<std::size_t, const std::pair<std::string, std::string>*> next_value(std::string_view s,
+                                                                                 std::size_t from) const;
+
   std::vector<std::pair<std::string, std::string>> m_pairs;  // value, placeholder
   std::size_t m_hold = 0;                                    // longest value - 1
   std::string m_pending;

@@ -216,6 +216,38 @@ start_server() {
   SERVER_INFO=$(cat "$ready")
 }
 
+# make_test_certs DIR SAN: a test CA (DIR/ca.pem, ca.key) and a leaf certificate for the
+# names in SAN ("DNS:api.test,DNS:other.test"; DIR/leaf.pem, leaf.key), with what strict
+# verifiers want (SKI, AKI, key usages). Fails the test if openssl cannot make them.
+make_test_certs() {
+  (
+    cd "$1" || exit 1
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout ca.key -out ca.pem \
+      -days 2 -subj "/CN=zbint test CA $UNIQ" -addext "basicConstraints=critical,CA:TRUE" \
+      -addext "keyUsage=critical,keyCertSign,cRLSign" &&
+      openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout leaf.key -out leaf.csr \
+        -subj "/CN=api.test" &&
+      printf '%s\n' "subjectAltName=$2" "basicConstraints=CA:FALSE" \
+        "keyUsage=critical,digitalSignature" "extendedKeyUsage=serverAuth" \
+        "subjectKeyIdentifier=hash" "authorityKeyIdentifier=keyid" >leaf.ext &&
+      openssl x509 -req -in leaf.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out leaf.pem -days 2 -extfile leaf.ext
+  ) >"$T_CAP/openssl.log" 2>&1 || fail "openssl could not make the test certificates: $(cat "$T_CAP/openssl.log")"
+}
+
+# make_dumb_git_repo SRC BARE: a repository at SRC with one commit (file.txt holding
+# "zbint-git-$UNIQ"), cloned bare to BARE and prepared to be served over dumb HTTP.
+make_dumb_git_repo() {
+  local g=(git -c user.name=zbint -c user.email=zbint@example.invalid -c init.defaultBranch=main)
+  {
+    "${g[@]}" init -q "$1" &&
+      echo "zbint-git-$UNIQ" >"$1/file.txt" &&
+      "${g[@]}" -C "$1" add file.txt &&
+      "${g[@]}" -C "$1" commit -qm "zbint-commit-$UNIQ" &&
+      "${g[@]}" clone -q --bare "$1" "$2" &&
+      "${g[@]}" -C "$2" update-server-info
+  } >"$T_CAP/git.log" 2>&1 || fail "cannot create the test git repository: $(cat "$T_CAP/git.log")"
+}
+
 finish() {
   if [ "$T_FAILED" -gt 0 ]; then
     echo "# $T_NAME [$MODE]: $T_FAILED check(s) failed" >&2

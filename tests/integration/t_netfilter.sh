@@ -14,30 +14,11 @@ echo "zbint-index-$UNIQ" >"$D/www/index.txt"
 echo "zbint-second-$UNIQ" >"$D/www/second.txt"
 
 # A CA and a leaf certificate for the test names.
-(
-  cd "$D" || exit 1
-  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout ca.key -out ca.pem \
-    -days 2 -subj "/CN=zbint test CA $UNIQ" -addext "basicConstraints=critical,CA:TRUE" \
-    -addext "keyUsage=critical,keyCertSign,cRLSign" &&
-    openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout leaf.key -out leaf.csr \
-      -subj "/CN=api.test" &&
-    printf '%s\n' "subjectAltName=DNS:api.test,DNS:other.test,DNS:a.b.test" "basicConstraints=CA:FALSE" \
-      "keyUsage=critical,digitalSignature" "extendedKeyUsage=serverAuth" \
-      "subjectKeyIdentifier=hash" "authorityKeyIdentifier=keyid" >leaf.ext &&
-    openssl x509 -req -in leaf.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out leaf.pem -days 2 -extfile leaf.ext
-) >"$T_CAP/openssl.log" 2>&1 || fail "openssl could not make the test certificates: $(cat "$T_CAP/openssl.log")"
+make_test_certs "$D" "DNS:api.test,DNS:other.test,DNS:a.b.test"
 CA=$D/ca.pem
 
 # A dumb-HTTP git repository served by the HTTPS server.
-G=(git -c user.name=zbint -c user.email=zbint@example.invalid -c init.defaultBranch=main)
-{
-  "${G[@]}" init -q "$D/src" &&
-    echo "zbint-git-$UNIQ" >"$D/src/file.txt" &&
-    "${G[@]}" -C "$D/src" add file.txt &&
-    "${G[@]}" -C "$D/src" commit -qm "zbint-commit-$UNIQ" &&
-    "${G[@]}" clone -q --bare "$D/src" "$D/www/repo.git" &&
-    "${G[@]}" -C "$D/www/repo.git" update-server-info
-} >"$T_CAP/git.log" 2>&1 || fail "cannot create the test git repository: $(cat "$T_CAP/git.log")"
+make_dumb_git_repo "$D/src" "$D/www/repo.git"
 
 bg "$PY" "$NS" serve "$D/www" "$D/leaf.pem" "$D/leaf.key" "$D/ready"
 wait_until 20 file_nonempty "$D/ready" || fail "the test servers did not start"
