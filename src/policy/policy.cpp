@@ -547,7 +547,9 @@ FsRules compute_fs(const Policy& p, const Caller& c) {
   // bind: /proc/net/unix names them (its length follows the number of sockets, not the size
   // of any tree), and each gets the mask file bound over it, so connect() and sendto() are
   // refused. Tracked paths are overlays, which refuse them already.
-  for (const auto& sock : bound_unix_sockets()) {
+  std::vector<std::string> sockets;
+  if (fs.write_all || !fs.writable.empty()) sockets = bound_unix_sockets();
+  for (const auto& sock : sockets) {
     bool writable = fs.write_all ? visible(sock) : under_any(sock, fs.writable);
     if (!writable || under_any(sock, fs.tracked) || under_any(sock, fs.socket_dirs) || under_any(sock, fs.masked) ||
         named(sock, p.allow_write))
