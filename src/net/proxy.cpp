@@ -63,6 +63,7 @@ constexpr std::size_t k_max_line = 8 * 1024;    // chunk-size and trailer lines
 constexpr std::size_t k_read_chunk = 16 * 1024;
 constexpr std::size_t k_splice_chunk = 64 * 1024;  // the default pipe capacity
 constexpr std::size_t k_linger_max = 1024 * 1024;
+constexpr std::size_t k_decode_piece = 1024;  // compressed bytes decoded at a time (at most ~1 MiB out)
 constexpr auto k_head_timeout = 30s;
 constexpr auto k_connect_timeout = 30s;
 // After an error reply: how long unread request bytes are drained before closing, so the
@@ -544,6 +545,10 @@ struct Framing {
 std::optional<Framing> request_framing(const Message& m, std::string& why) {
   auto te = m.list("transfer-encoding");
   auto cl = m.values("content-length");
+  if (!te.empty() && m.version == "HTTP/1.0") {
+    why = "Transfer-Encoding in an HTTP/1.0 request (RFC 9112 6.1: faulty framing)";
+    return std::nullopt;
+  }
   if (!te.empty() && !cl.empty()) {
     why = "both Content-Length and Transfer-Encoding";
     return std::nullopt;
@@ -1177,6 +1182,9 @@ awaitable<bool> scrub_n(Stream& from, Stream& to, std::uint64_t n, Scrubber& scr
       if (!more) co_return false;
     }
     std::size_t k = static_cast<std::size_t>(std::min<std::uint64_t>(from.avail(), n));
+    // Compressed input is taken a little at a time: deflate expands up to about 1000 to 1, and
+    // what is decoded stays in memory until the client reads it.
+    if (scrub.dec) k = std::min(k, k_decode_piece);
     std::optional<std::string> part = scrub.clean(from.view().substr(0, k));
     if (!part) co_return false;
     from.consume(k);
@@ -1203,12 +1211,14 @@ awaitable<bool> relay_redacted(Stream& from, Stream& to, Framing f, Redactor& re
     case Framing::Kind::until_close:
       for (;;) {
         if (from.avail() > 0) {
-          std::optional<std::string> piece = scrub.clean(from.view());
+          std::size_t take = scrub.dec ? std::min(from.avail(), k_decode_piece) : from.avail();
+          std::optional<std::string> piece = scrub.clean(from.view().substr(0, take));
           if (!piece) co_return false;
-          from.reset();
+          from.consume(take);
           bool sent = co_await emit(to, std::move(*piece), chunked_out);
           if (!sent) co_return false;
         }
+        if (from.avail() > 0) continue;
         bool more = co_await from.fill();
         if (!more) break;
       }
@@ -1300,8 +1310,19 @@ awaitable<bool> exchange(std::shared_ptr<Conn> c, const Message& req, Route rout
   // Values sent in another form (percent-encoded in the target, inside Basic credentials) are
   // scrubbed from the response in that form too.
   for (const SecretEntry* e : subs) {
-    Approved one{e};
-    red.add(substitute_target(e->placeholder, one), e->placeholder);
+    for (std::string& form : echo_forms(e->value)) red.add(std::move(form), e->placeholder);
+  }
+  if (!subs.empty()) {
+    // A placeholder right after an unfinished escape ("%2", "\u00", "&#x") would have the
+    // server decode the value's first bytes into something the scrubber cannot recognise.
+    std::string refused = escaped_placeholder(route.path, subs);
+    for (const Field& f : req.fields)
+      if (refused.empty()) refused = escaped_placeholder(f.value, subs);
+    if (!refused.empty()) {
+      c->core.record(hp, false, refused);
+      co_await http_error(c, 403, refused);
+      co_return false;
+    }
   }
   auto options = req.list("connection");
   std::string out = req.method + " " + (subs.empty() ? route.path : substitute_target(route.path, subs)) + " " +
@@ -1422,6 +1443,13 @@ awaitable<bool> exchange(std::shared_ptr<Conn> c, const Message& req, Route rout
   // A server may compress whatever Accept-Encoding said: such a body is decoded to be
   // scrubbed, and one that cannot be decoded here is not passed on.
   std::optional<Decoder> decoder;
+  auto transfer_codings = resp.list("transfer-encoding");
+  if (scrub && !transfer_codings.empty() && transfer_codings != std::vector<std::string>{"chunked"}) {
+    c->close_upstream();
+    co_await http_error(c, 502, "the response from " + to_string(hp) + " has a Transfer-Encoding other than chunked, "
+                                "which zerobox cannot scrub of secrets");
+    co_return false;
+  }
   if (scrub) {
     auto d = Decoder::for_coding(resp.list("content-encoding"));
     if (!d) {
@@ -1532,7 +1560,13 @@ std::optional<std::string> tunnel_target(const Message& req, const HostPort& hp,
       why = "malformed request target in the tunnel to " + to_string(hp);
       return std::nullopt;
     }
-    if (!h->port && tls) h->port = 443;
+    if (tls) {
+      // parse_absolute_uri gives a target without a port port 80; an https one means 443.
+      std::string_view auth = std::string_view(as_http).substr(7);
+      auth = auth.substr(0, auth.find_first_of("/?#"));
+      auto given = parse_authority(auth, false);
+      if (given && !given->port) h->port = 443;
+    }
     if (!same(*h)) {
       why = "request for " + to_string(*h) + " inside the tunnel to " + to_string(hp);
       return std::nullopt;

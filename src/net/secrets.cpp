@@ -81,13 +81,33 @@ std::string replace_placeholders(std::string_view s, const Approved& subs, Encod
   return out;
 }
 
-// What a value may keep as it is in a URL: the unreserved characters, and ':' and '@', which
-// mean nothing special in a path segment or a query value. Everything else ('%', '+', '&',
-// '=', '/', '?', spaces, non-ASCII ...) is percent-encoded, so that the server decodes
-// exactly the value.
-bool target_safe(unsigned char u) {
+constexpr char k_hex_upper[] = "0123456789ABCDEF";
+constexpr char k_hex_lower[] = "0123456789abcdef";
+
+bool is_hex(char ch) {
+  return (ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f') || (ch >= 'A' && ch <= 'F');
+}
+
+bool is_unreserved(unsigned char u) {
   if ((u >= 'a' && u <= 'z') || (u >= 'A' && u <= 'Z') || (u >= '0' && u <= '9')) return true;
-  return std::string_view("-._~:@").find(static_cast<char>(u)) != std::string_view::npos;
+  return u == '-' || u == '.' || u == '_' || u == '~';
+}
+
+// Percent-encodes the bytes `which` selects.
+template <class Which>
+std::string percent(std::string_view v, const char* hex, Which which) {
+  std::string out;
+  for (char ch : v) {
+    auto u = static_cast<unsigned char>(ch);
+    if (!which(u)) {
+      out += ch;
+    } else {
+      out += '%';
+      out += hex[u >> 4];
+      out += hex[u & 15];
+    }
+  }
+  return out;
 }
 
 bool iequals_ascii(std::string_view a, std::string_view b) {
@@ -104,21 +124,67 @@ std::string substitute(std::string_view s, const Approved& subs) {
 }
 
 std::string substitute_target(std::string_view target, const Approved& subs) {
-  return replace_placeholders(target, subs, [](const std::string& v) {
-    static constexpr char k_hex[] = "0123456789ABCDEF";
-    std::string out;
-    for (char ch : v) {
-      auto u = static_cast<unsigned char>(ch);
-      if (target_safe(u)) {
-        out += ch;
-      } else {
-        out += '%';
-        out += k_hex[u >> 4];
-        out += k_hex[u & 15];
+  return replace_placeholders(target, subs,
+                              [](const std::string& v) { return percent(v, k_hex_upper, [](unsigned char) { return true; }); });
+}
+
+std::string escaped_placeholder(std::string_view text, const Approved& subs) {
+  for (const SecretEntry* e : subs) {
+    for (std::size_t at = text.find(e->placeholder); at != std::string_view::npos;
+         at = text.find(e->placeholder, at + 1)) {
+      std::string_view before = text.substr(0, at);
+      // Up to three hex digits of an escape that the value's first bytes would complete.
+      std::size_t digits = 0;
+      while (digits < 3 && digits < before.size() && is_hex(before[before.size() - 1 - digits])) ++digits;
+      bool unfinished = false;
+      for (std::size_t d = 0; d <= digits && !unfinished; ++d) {
+        std::string_view lead = before.substr(0, before.size() - d);
+        unfinished = (d <= 1 && lead.ends_with("%")) || (d <= 1 && lead.ends_with("\\x")) ||
+                     lead.ends_with("\\u") || lead.ends_with("&#x") || lead.ends_with("&#X") ||
+                     (d == 0 && (lead.ends_with("\\") || lead.ends_with("&#")));
+      }
+      // "&#" followed by decimal digits: the value's digits would extend the number.
+      std::size_t dec = 0;
+      while (dec < before.size() && before[before.size() - 1 - dec] >= '0' && before[before.size() - 1 - dec] <= '9') ++dec;
+      if (!unfinished && before.substr(0, before.size() - dec).ends_with("&#")) unfinished = true;
+      if (unfinished) {
+        return "the placeholder of " + e->key +
+               " follows an unfinished escape sequence (such as %2 or \\u00), which would let the server decode "
+               "the value into another form; refused";
       }
     }
-    return out;
-  });
+  }
+  return {};
+}
+
+std::vector<std::string> echo_forms(std::string_view value) {
+  auto all = [](unsigned char) { return true; };
+  auto reserved = [](unsigned char u) { return !is_unreserved(u); };
+  std::vector<std::string> forms = {
+      percent(value, k_hex_upper, all),      percent(value, k_hex_lower, all),
+      percent(value, k_hex_upper, reserved), percent(value, k_hex_lower, reserved),
+  };
+  // The form-encoding of a query string: spaces as '+'.
+  std::string plus = forms[2];
+  for (std::size_t at = plus.find("%20"); at != std::string::npos; at = plus.find("%20", at)) plus.replace(at, 3, "+");
+  forms.push_back(plus);
+  // JSON: '/' escaped as "\/" (PHP), or every other non-alphanumeric byte as \u00XX (.NET).
+  std::string slash, u_upper, u_lower;
+  for (char ch : value) {
+    auto u = static_cast<unsigned char>(ch);
+    slash += ch == '/' ? std::string("\\/") : std::string(1, ch);
+    if (is_unreserved(u) && u != '-' && u != '.' && u != '_' && u != '~') {
+      u_upper += ch;
+      u_lower += ch;
+    } else {
+      u_upper += std::string("\\u00") + k_hex_upper[u >> 4] + k_hex_upper[u & 15];
+      u_lower += std::string("\\u00") + k_hex_lower[u >> 4] + k_hex_lower[u & 15];
+    }
+  }
+  forms.push_back(slash);
+  forms.push_back(u_upper);
+  forms.push_back(u_lower);
+  return forms;
 }
 
 std::string substitute_field(std::string_view name, std::string_view value, const Approved& subs) {

@@ -61,10 +61,19 @@ using Approved = std::vector<const SecretEntry*>;
 
 // Every placeholder of `subs` in s replaced by its value.
 std::string substitute(std::string_view s, const Approved& subs);
-// The same for a request target: every byte of a value but the unreserved characters
-// (RFC 3986: letters, digits, '-' '.' '_' '~') and ':' '@' is percent-encoded, so that the
-// server decodes exactly the value ('%', '+', '&', '=', '/' included).
+// The same for a request target: every byte of a value is percent-encoded, so that the
+// server decodes exactly the value, and no escape the command left unfinished before the
+// placeholder ("%2") can take the value's first bytes into it.
 std::string substitute_target(std::string_view target, const Approved& subs);
+// Why a text (a request target or a header value) may not be substituted: an approved
+// placeholder right after an unfinished escape sequence ("%", "%2", "\", "\x4", "\u00",
+// "&#x", "&#1"), which a decoding server would complete with the value's first bytes,
+// reflecting the value in a form no scrubber can know. "" when the text is fine.
+std::string escaped_placeholder(std::string_view text, const Approved& subs);
+// The forms a server may reflect a value in, besides the value itself, for the scrubber:
+// percent-encoded (every byte, or all but the unreserved ones; upper and lower case hex;
+// '+' for spaces) and JSON-escaped ("\/", "\u00XX" for every non-alphanumeric byte).
+std::vector<std::string> echo_forms(std::string_view value);
 // The same for a header value; for Authorization with the Basic scheme, also inside the
 // base64 of the credentials.
 std::string substitute_field(std::string_view name, std::string_view value, const Approved& subs);

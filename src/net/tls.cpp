@@ -34,6 +34,7 @@ namespace {
 
 constexpr long k_backdate = 3600;                 // clocks differ a little
 constexpr long k_lifetime = 365L * 24 * 3600;     // a run never lasts a year
+constexpr std::size_t k_max_leaves = 4096;
 
 std::unexpected<SysError> ssl_fail(const std::string& what) { return fail_msg(openssl_error(what)); }
 
@@ -164,6 +165,9 @@ Result<CertAuthority> CertAuthority::create(const std::string& label) {
 
 Result<X509*> CertAuthority::leaf(const HostPort& host) {
   if (auto it = m_leaves.find(host.host); it != m_leaves.end()) return it->second.get();
+  // A bounded cache: with a wildcard rule every name under it could add one. Connections
+  // hold their own reference (SSL_use_certificate), so dropping the cache is safe.
+  if (m_leaves.size() >= k_max_leaves) m_leaves.clear();
   // The host went through the strict grammar of host.hpp: letters, digits, '-', '_', '.'
   // or an IP literal, so it cannot break out of the configuration value below.
   std::string san = (host.kind == HostKind::Name ? "DNS:" : "IP:") + host.host;

@@ -336,7 +336,9 @@ class SecretHandler(Handler):
 
     def record(self, body):
         scheme = "https" if isinstance(self.request, ssl.SSLSocket) else "http"
+        import urllib.parse
         entry = ("=== %s %s\n%s" % (scheme, self.requestline, self.headers.as_string())).encode("latin-1")
+        entry += b"decoded-request: " + urllib.parse.unquote_to_bytes(self.requestline) + b"\n"
         entry += b"body=" + body + b"\n=== end\n"
         with self.log_lock:
             with open(self.log_path, "ab") as f:

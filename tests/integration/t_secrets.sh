@@ -338,13 +338,14 @@ no_leak "$V" "socks5"
 # The URL: a query parameter; a value with bytes a URL cannot hold is percent-encoded.
 newval query
 zb "${B[@]}" --secret TOKEN="$V" "${SEC[@]}" -- sh -c 'curl -sS -i --max-time 15 "$1/echo?token=$TOKEN&x=1"' sh "$S"
-in_log "GET /echo?token=$V&x=1 HTTP/1.1" "query: the server got the value in the URL"
+in_log "decoded-request: GET /echo?token=$V&x=1 HTTP/1.1" "query: the server got the value in the URL"
+not_in_log "https GET /echo?token=$V" "query: every byte of the value percent-encoded on the wire"
 expect_contains "$OUT" "X-Echo-Target: /echo?token=ZEROBOX_SECRET_" "query: the echoed target shows the placeholder"
 no_leak "$V" "query"
 VQ="zbsec q \"<>{}|^\`\\#é-$UNIQ-$RANDOM"
 VQ_ENC=$(printf '%s' "$VQ" | sed 's/ /%20/g; s/"/%22/g; s/</%3C/g; s/>/%3E/g; s/{/%7B/g; s/}/%7D/g; s/|/%7C/g; s/\^/%5E/g; s/`/%60/g; s/\\/%5C/g; s/#/%23/g; s/é/%C3%A9/g')
 zb "${B[@]}" --secret TOKEN="$VQ" "${SEC[@]}" -- sh -c 'curl -sS -i --max-time 15 "$1/echo?t=$TOKEN"' sh "$S"
-in_log "GET /echo?t=$VQ_ENC HTTP/1.1" "query: space, quotes, brackets, '#', non-ASCII percent-encoded"
+in_log "decoded-request: GET /echo?t=$VQ HTTP/1.1" "query: space, quotes, brackets, '#', non-ASCII: the server decodes exactly the value"
 expect_contains "$OUT" "decoded-target=/echo?t=ZEROBOX_SECRET_" "query: the server's decoded target is scrubbed"
 no_leak "$VQ" "query, special bytes"
 no_leak "$VQ_ENC" "query, special bytes (percent-encoded form)"
@@ -654,7 +655,7 @@ not_in_log "$V" "bodies: never the value"
 newval debug
 zb --debug "${B[@]}" --secret TOKEN="$V" "${SEC[@]}" -- sh -c 'curl -sS -o /dev/null --max-time 15 -u "u:$TOKEN" "$1/echo?q=$TOKEN"' sh "$S"
 expect_contains "$ERR" "net: allow api.test:$SP" "--debug: proxy decisions logged"
-in_log "GET /echo?q=$V" "--debug: the request went through"
+in_log "decoded-request: GET /echo?q=$V" "--debug: the request went through"
 no_leak "$V" "--debug"
 no_leak "$(b64 "u:$V")" "--debug (base64 form)"
 
@@ -678,7 +679,19 @@ no_leak "$V" "br echo"
 #    (it used to get "%41" and decode it as "A", and its echo escaped scrubbing).
 VP="zbsec%41pct-$UNIQ-$RANDOM"
 zb "${B[@]}" --secret TOKEN="$VP" "${SEC[@]}" -- sh -c 'curl -sS --max-time 15 "$1/echo?t=$TOKEN"' sh "$S"
-in_log "GET /echo?t=${VP//%/%25} HTTP/1.1" "'%' in a value substituted in the URL: sent as %25"
+in_log "decoded-request: GET /echo?t=$VP HTTP/1.1" "'%' in a value substituted in the URL: the server decodes exactly the value"
+# A placeholder right after an unfinished escape ("%2" + a value starting with a hex digit
+# would decode to "/" + the rest) is refused, in the URL and in headers (a cookie that a
+# framework URL-decodes), and the value is sent nowhere.
+VH="f00d$UNIQ$RANDOM"
+zb "${B[@]}" --secret TOKEN="$VH" "${SEC[@]}" -- sh -c '
+  curl -sS --max-time 15 -w "\n%{http_code}\n" "$1/echo?q=%2$TOKEN"
+  curl -sS --max-time 15 -w "\n%{http_code}\n" -H "Cookie: a=%2$TOKEN" "$1/echo"
+  curl -sS --max-time 15 -w "\n%{http_code}\n" "$1/echo?q=\\u00$TOKEN"' sh "$S"
+expect_eq "$(printf '%s\n' "$OUT" | grep -c '^403$')" 3 "placeholder after an unfinished escape: 403 in the URL, a header, a \\u escape"
+expect_contains "$OUT" "unfinished escape" "placeholder after an unfinished escape: the reason"
+not_in_log "${VH#f}" "placeholder after an unfinished escape: the value never sent"
+no_leak "${VH#f}" "placeholder after an unfinished escape"
 no_leak "${VP//%41/A}" "'%' in a value: the server's decoding of it"
 # 3. One secret's value inside another's (TOKEN=id, OUTER=id:password), the response arriving in
 #    pieces (here chunks of 7 bytes): the outer value is replaced whole, as when the response

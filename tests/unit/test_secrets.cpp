@@ -5,6 +5,7 @@
 #include <openssl/x509v3.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <string>
 
 #include "net/secrets.hpp"
@@ -84,9 +85,28 @@ TEST_CASE("substitution: target, headers and Basic credentials, only approved pl
   CHECK(substitute("Bearer " + pa, {}) == "Bearer " + pa);
 
   // In a request target, what may not appear there is percent-encoded.
-  CHECK(substitute_target("/v1?key=" + pa + "&x=1", only_a) == "/v1?key=s3cret%20value%2F%C3%A9&x=1");
-  auto pct = entry("P", "a%41+b&c=d:e@f~");
-  CHECK(substitute_target("/q?k=" + pct.placeholder, {&pct}) == "/q?k=a%2541%2Bb%26c%3Dd:e@f~");
+  // In a request target every byte of the value is percent-encoded.
+  auto pct = entry("P", "a%4+b/");
+  CHECK(substitute_target("/q?k=" + pct.placeholder + "&x=1", {&pct}) == "/q?k=%61%25%34%2B%62%2F&x=1");
+  CHECK(substitute_target("/v1?key=" + pa, only_a).find("%C3%A9") != std::string::npos);
+
+  // A placeholder right after an unfinished escape is refused; after a finished one it is fine.
+  for (std::string bad : {"%", "%2", "\\", "\\x", "\\x4", "\\u", "\\u0", "\\u00", "\\u004", "&#", "&#1", "&#x", "&#x2"}) {
+    CHECK_MESSAGE(escaped_placeholder("q=" + bad + pa, only_a) != "", bad);
+    CHECK(escaped_placeholder("q=" + bad + pb, only_a) == "");  // not an approved placeholder
+  }
+  for (std::string fine : {"", "=", "%3D", "%20", "\\x41", "\\u0041", "&amp;", "Bearer "})
+    CHECK_MESSAGE(escaped_placeholder("q=" + fine + pa, only_a) == "", fine);
+
+  // The forms an echoing server may use, for the scrubber.
+  auto forms = echo_forms("a/b c+é");
+  auto has = [&](const std::string& f) { return std::find(forms.begin(), forms.end(), f) != forms.end(); };
+  CHECK(has("%61%2F%62%20%63%2B%C3%A9"));
+  CHECK(has("%61%2f%62%20%63%2b%c3%a9"));
+  CHECK(has("a%2Fb%20c%2B%C3%A9"));
+  CHECK(has("a%2Fb+c%2B%C3%A9"));
+  CHECK(has("a\\/b c+é"));
+  CHECK(has("a\\u002Fb\\u0020c\\u002B\\u00C3\\u00A9"));
 
   // Basic credentials: inside the base64.
   std::string creds = text::base64("user:" + pa);
