@@ -2,6 +2,8 @@
 
 #include <fcntl.h>
 #include <linux/openat2.h>
+#include <poll.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <sys/random.h>
 #include <sys/syscall.h>
@@ -10,6 +12,11 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <algorithm>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <utility>
 
 #include "util/fd.hpp"
 #include "util/log.hpp"
@@ -72,7 +79,7 @@ std::vector<std::string> move_created_aside(const std::vector<std::string>& path
       if (parent) {
         struct stat st {};
         if (::fstatat(parent.get(), base_name(p).c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
-      } else if (errno == ENOENT || errno == ENOTDIR) {
+      } else if (errno == ENOENT) {
         continue;  // a directory on the way is missing: p was not created
       }
     }
@@ -97,7 +104,9 @@ std::vector<std::string> move_created_aside(const std::vector<std::string>& path
         dir.reset(::openat(dir.get(), name.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
         continue;
       }
-      if (i + 1 < parts.size() && !S_ISLNK(st.st_mode)) break;  // a file where a directory would be: p cannot exist
+      // Not a directory where one would be: a symlink, or a file such as a `.git` gitfile
+      // ("gitdir: elsewhere", which would point git at a config the command wrote). Either
+      // was put there by the command; it goes aside like p itself would.
       std::string what = path::join(here.empty() ? "/" : here, name);
       // An unguessable suffix: the command cannot pre-create the target to block the move.
       std::string target;
@@ -123,6 +132,107 @@ std::vector<std::string> move_created_aside(const std::vector<std::string>& path
     }
   }
   return out;
+}
+
+struct LiveBlocker::Impl {
+  std::vector<std::string> absent;
+  UniqueFd inotify;
+  UniqueFd stop_r, stop_w;
+  std::map<int, std::string> dirs;   // watch descriptor -> the directory's path
+  std::map<std::string, int> moves;  // path -> times moved aside
+  std::mutex mu;
+  std::vector<std::string> lines;
+  std::thread thread;
+
+  // Watches dir if it is the parent of, or on the way to, an absent path.
+  void watch(const std::string& dir) {
+    bool wanted = std::any_of(absent.begin(), absent.end(), [&](const std::string& a) {
+      return path::is_under(a, dir) && a != dir;
+    });
+    if (!wanted) return;
+    int wd = ::inotify_add_watch(inotify.get(), dir.c_str(), IN_CREATE | IN_MOVED_TO | IN_ONLYDIR | IN_DONT_FOLLOW);
+    if (wd >= 0) dirs[wd] = dir;
+  }
+
+  // A name appeared in dir: move aside any absent path it is, or watch the way to one.
+  void appeared(const std::string& dir, const std::string& name, bool is_dir) {
+    std::string full = path::join(dir, name);
+    std::vector<std::string> hit;
+    for (const auto& a : absent) {
+      if (a == full || (path::is_under(a, full) && !is_dir)) hit.push_back(a);  // a file on the way: the sweep decides
+    }
+    for (const auto& a : hit) {
+      if (++moves[a] > 20) continue;
+      auto out = move_created_aside({a});
+      std::lock_guard lock(mu);
+      lines.insert(lines.end(), out.begin(), out.end());
+    }
+    if (is_dir) {
+      watch(full);
+      // Created with content already in it (mkdir -p, a rename): look now.
+      for (const auto& a : absent) {
+        if (path::is_under(a, full) && a != full && ++moves[a] <= 20) {
+          auto out = move_created_aside({a});
+          std::lock_guard lock(mu);
+          lines.insert(lines.end(), out.begin(), out.end());
+        }
+      }
+    }
+  }
+
+  void run() {
+    alignas(inotify_event) char buf[16 * 1024];
+    for (;;) {
+      pollfd fds[2] = {{inotify.get(), POLLIN, 0}, {stop_r.get(), POLLIN, 0}};
+      if (::poll(fds, 2, -1) < 0) {
+        if (errno == EINTR) continue;
+        return;
+      }
+      if (fds[1].revents != 0) return;
+      ssize_t n = ::read(inotify.get(), buf, sizeof buf);
+      if (n <= 0) continue;
+      for (char* p = buf; p < buf + n;) {
+        auto* ev = reinterpret_cast<inotify_event*>(p);
+        p += sizeof(inotify_event) + ev->len;
+        auto it = dirs.find(ev->wd);
+        if (it == dirs.end() || ev->len == 0) continue;
+        appeared(it->second, ev->name, (ev->mask & IN_ISDIR) != 0);
+      }
+    }
+  }
+};
+
+LiveBlocker::LiveBlocker(std::vector<std::string> absent_at_start) : m_impl(std::make_unique<Impl>()) {
+  Impl& im = *m_impl;
+  im.absent = std::move(absent_at_start);
+  if (im.absent.empty()) return;
+  im.inotify.reset(::inotify_init1(IN_CLOEXEC | IN_NONBLOCK));
+  int p[2];
+  if (!im.inotify || ::pipe2(p, O_CLOEXEC) != 0) {
+    log::debug("protected paths: no inotify; created ones are moved aside at exit only");
+    return;
+  }
+  im.stop_r.reset(p[0]);
+  im.stop_w.reset(p[1]);
+  for (const auto& a : im.absent) {
+    // The deepest existing directory on the way to a.
+    std::string d = path::parent(a);
+    while (d != "/" && path::kind_of(d) != path::Kind::Directory) d = path::parent(d);
+    im.watch(d);
+  }
+  im.thread = std::thread([&im] { im.run(); });
+}
+
+LiveBlocker::~LiveBlocker() { stop(); }
+
+std::vector<std::string> LiveBlocker::stop() {
+  if (!m_impl) return {};
+  if (m_impl->thread.joinable()) {
+    (void)!::write(m_impl->stop_w.get(), "x", 1);
+    m_impl->thread.join();
+  }
+  std::lock_guard lock(m_impl->mu);
+  return std::exchange(m_impl->lines, {});
 }
 
 }  // namespace zb::exec

@@ -7,6 +7,7 @@
 
 #include <sys/types.h>
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,26 @@ namespace zb::exec {
 // without following symlinks anywhere in its path, and returns one line per path for
 // the user.
 std::vector<std::string> move_created_aside(const std::vector<std::string>& absent_at_start);
+
+// While the command runs, watches (inotify) the directories that hold absent denied or
+// protected paths, and moves such a path aside as soon as the command creates it, so that a
+// host process (an editor, direnv, a shell) does not meet it while the run goes on. A
+// directory created on the way to one is watched as it appears. What it misses is still
+// moved aside at exit (move_created_aside). A path moved 20 times is left to that sweep.
+class LiveBlocker {
+ public:
+  explicit LiveBlocker(std::vector<std::string> absent_at_start);
+  ~LiveBlocker();
+  LiveBlocker(const LiveBlocker&) = delete;
+  LiveBlocker& operator=(const LiveBlocker&) = delete;
+
+  // Stops watching; the lines for the user (as move_created_aside's).
+  std::vector<std::string> stop();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> m_impl;
+};
 
 }  // namespace zb::exec
 

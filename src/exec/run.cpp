@@ -438,6 +438,7 @@ int run(Policy p, const std::vector<std::string>& environ, RunOptions options) {
     }, std::exchange(secrets, std::nullopt));
     proxy->start();
   };
+  zb::exec::LiveBlocker live_blocker(fs.absent_protected);
   auto res = zb::exec::run_sandbox(spec, [&](long pid) { status.child_started(pid); },
                                    net_policy ? std::function<void(int)>(on_listener) : std::function<void(int)>());
   if (proxy) {
@@ -457,7 +458,9 @@ int run(Policy p, const std::vector<std::string>& environ, RunOptions options) {
   }
   for (const auto& n : res.notes) log::debug(n);
   if (res.outcome == zb::exec::Outcome::SetupFailed) return setup_failed(status, res.message);
-  for (const auto& line : zb::exec::move_created_aside(fs.absent_protected)) {
+  std::vector<std::string> blocked_lines = live_blocker.stop();
+  for (auto& line : zb::exec::move_created_aside(fs.absent_protected)) blocked_lines.push_back(std::move(line));
+  for (const auto& line : blocked_lines) {
     // A failure to move one aside is an error, shown even with --quiet.
     if (line.rfind("error: ", 0) == 0) {
       log::error(line.substr(7));

@@ -498,6 +498,12 @@ FsRules compute_fs(const Policy& p, const Caller& c) {
         if (!writable_at(full)) continue;
         if (exists) {
           ro.push_back(full);
+        } else if (name.find('/') != std::string::npos && ::lstat(path::parent(full).c_str(), &st) == 0 &&
+                   S_ISREG(st.st_mode)) {
+          // ".git/config" below a ".git" that is a file: a worktree's or submodule's gitfile
+          // ("gitdir: ..."), which says where git looks; rewriting it would point git at a
+          // config of the command's. It is protected itself, and nothing can appear below it.
+          ro.push_back(path::parent(full));
         } else {
           fs.absent_protected.push_back(full);
         }

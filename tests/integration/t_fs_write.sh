@@ -91,8 +91,9 @@ expect_contains "$ERR" "moved it to" "--deny-write below a missing directory: th
 rm -rf "$D/newdir"
 # Moving aside never follows a symlink the command planted on the way.
 mkdir -p "$D/q"
+# (The symlink may be moved aside while the command runs, before the write through it.)
 zb --allow-write="$D" --deny-write="$D/p/later" -- sh -c "ln -s q '$D/p' && echo x > '$D/p/later'"
-expect_present "$D/q/later" "planted symlink: the file the command wrote through it is still there"
+[ ! -e "$D/q/later" ] || [ "$(cat "$D/q/later")" = x ]; _check $? "planted symlink: a file written through it is left as written" "changed"
 expect_absent "$D/p" "planted symlink: the symlink on the way to the denied path was moved aside"
 expect_eq "$(ls -d "$D/q/later".zerobox-blocked-* 2>/dev/null)" "" "planted symlink: zerobox did not follow it"
 rm -rf "$D"/p.zerobox-blocked-* "$D/q"

@@ -43,6 +43,17 @@ done
 zb "$AW" -C "$R" -- sh -c "mkdir -p '$R/.config/fish' && echo evil > '$R/.config/fish/config.fish'"
 expect_absent "$R/.config/fish" "protected .config/fish not left on the host"
 rm -rf "$R/.config"
+# While the command runs: a created protected name is moved aside at once (inotify), not only
+# at exit, so a host process watching the directory (direnv, an editor) does not meet it.
+"$ZEROBOX" "$AW" -C "$R" -- sh -c "echo evil > '$R/.envrc'; mkdir -p '$R/.config/fish'; echo evil > '$R/.config/fish/config.fish'; sleep 3" >/dev/null 2>"$T_CAP/live.err" &
+zpid=$!
+wait_until 5 sh -c "ls -d '$R'/.envrc.zerobox-blocked-* >/dev/null 2>&1"; _check $? "protected .envrc moved aside while the command runs" "not moved"
+wait_until 5 sh -c "ls -d '$R'/.config/fish.zerobox-blocked-* >/dev/null 2>&1"; _check $? "protected .config/fish (parent created by the command) moved aside while it runs" "not moved"
+[ ! -e "$R/.envrc" ] && [ ! -e "$R/.config/fish" ]; _check $? "... and absent under their names during the run" "present"
+kill -0 "$zpid" 2>/dev/null; _check $? "... before the command ended" "the command had already ended"
+wait "$zpid"
+expect_contains "$(cat "$T_CAP/live.err")" "moved it to" "live move-aside: the user is told"
+rm -rf "$R"/.envrc.zerobox-blocked-* "$R/.config"
 
 # Naming a protected path in --allow-write lifts only that one; --no-protect lifts all.
 zb "$AW" --allow-write="$R/.git/hooks" -- "$PROBE" write "$R/.git/hooks/pre-commit"; expect_rc 0 "--allow-write=.git/hooks lifts the protection"

@@ -28,6 +28,24 @@ zb --allow-write="$P" -- sh -c "ln -s evil/.git '$P/.git'"
 expect_absent "$P/.git" "a symlinked .git planted by the command does not stay"
 expect_contains "$ERR" "moved it to" "the user is told about the planted .git"
 rm -rf "$P"/.git.zerobox-blocked-*
+# The same with a gitfile: ".git" as a file saying "gitdir: evil/.git", whose config the
+# command wrote (core.fsmonitor would run on the host's next `git status`).
+mkdir -p "$P/evil/.git"
+zb --allow-write="$P" -- sh -c "printf 'gitdir: evil/.git\n' > '$P/.git'"
+expect_absent "$P/.git" "a .git gitfile planted by the command does not stay"
+expect_contains "$ERR" "moved it to" "the user is told about the planted gitfile"
+rm -rf "$P"/.git.zerobox-blocked-* "$P/evil"
+# A gitfile that was there before (a worktree's, a submodule's) is the user's: it stays,
+# and it is read-only, since pointing it elsewhere would give git the command's config.
+W=$D/worktree
+mkdir -p "$W" "$D/gitdir"
+printf 'gitdir: %s\n' "$D/gitdir" >"$W/.git"
+zb --allow-write="$W" -- sh -c "printf 'gitdir: evil\n' > '$W/.git'"
+expect_rc_not 0 "an existing gitfile cannot be rewritten"
+expect_file_eq "$W/.git" "gitdir: $D/gitdir" "an existing gitfile stays as it was"
+zb --allow-write="$W" -- true
+expect_present "$W/.git" "an existing gitfile is not moved aside"
+expect_not_contains "$ERR" "moved it to" "an existing gitfile: nothing to report"
 # Decoys cannot stop the move: the suffix is unguessable.
 zb --allow-write="$R" -- sh -c "cd '$R' && for i in \$(seq 1 120); do : > .envrc.zerobox-blocked-\$i; done; : > .envrc.zerobox-blocked; echo evil > .envrc"
 expect_absent "$R/.envrc" "decoy names do not keep .envrc on the host"
