@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# A short demonstration: a write refused, an allowed write landing, no network, and a
-# reviewed run: its diff, accept, and undo.
+# A short demonstration: a write refused, an allowed write landing, no network, filtered
+# network, a secret the command never sees, and a reviewed run: its diff, accept, and undo.
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 zb=${ZEROBOX:-$root/build/zerobox}
@@ -41,6 +41,31 @@ for _ in $(seq 50); do
 done
 show "$zb" -- curl -sS -m 3 -o /dev/null -w '%{http_code}\n' "http://127.0.0.1:$port/notes.txt"
 show "$zb" --allow-net -- curl -sS -m 3 -o /dev/null -w '%{http_code}\n' "http://127.0.0.1:$port/notes.txt"
+# Filtered: only the named host, through zerobox's proxy.
+show "$zb" --allow-net="localhost:$port" -- curl -sS -m 3 -o /dev/null -w '%{http_code}\n' "http://localhost:$port/notes.txt"
+show "$zb" --allow-net="localhost:$port" -- curl -sS -m 3 -o /dev/null -w '%{http_code}\n' "http://127.0.0.1:$port/notes.txt"
+
+# A secret: the command holds a placeholder; the approved host gets the real value.
+python3 -c '
+import http.server, sys
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        with open(sys.argv[1], "a") as f:
+            f.write(self.headers.get("Authorization", "") + "\n")
+        self.send_response(200); self.send_header("Content-Length", "3"); self.end_headers(); self.wfile.write(b"ok\n")
+    def log_message(self, *a): pass
+s = http.server.HTTPServer(("127.0.0.1", 0), H)
+print(s.server_address[1], flush=True)
+s.serve_forever()' "$work/api.log" >"$work/api.port" &
+api_pid=$!
+trap 'kill "$api_pid" 2>/dev/null; cleanup' EXIT
+for _ in $(seq 50); do [ -s "$work/api.port" ] && break; sleep 0.1; done
+api=$(cat "$work/api.port")
+export API_KEY=sk-demo-$RANDOM$RANDOM
+show "$zb" --secret API_KEY --secret-host "API_KEY=localhost:$api" -- \
+  sh -c "echo \"inside the sandbox: API_KEY=\$API_KEY\"; curl -sS -H \"Authorization: Bearer \$API_KEY\" http://localhost:$api/"
+echo "the API server received: $(cat "$work/api.log")"
+unset API_KEY
 
 # Review what a command would change, accept it, then undo it. The demo's own store.
 export ZEROBOX_HOME=$work/store
