@@ -20,11 +20,11 @@ namespace zb::exec {
 // the user.
 std::vector<std::string> move_created_aside(const std::vector<std::string>& absent_at_start);
 
-// While the command runs, watches (inotify) the directories that hold absent denied or
-// protected paths, and moves such a path aside as soon as the command creates it, so that a
-// host process (an editor, direnv, a shell) does not meet it while the run goes on. A
-// directory created on the way to one is watched as it appears. What it misses is still
-// moved aside at exit (move_created_aside). A path moved 20 times is left to that sweep.
+// While the command runs, looks every 10 ms for the absent denied or protected paths (and
+// for directories created on the way to them), and moves such a path aside once the command
+// has created it, so that a host process (an editor, direnv, a shell) does not meet it while
+// the run goes on. The sweep at exit (move_created_aside) still follows. A path moved 20
+// times is left to that sweep.
 class LiveBlocker {
  public:
   explicit LiveBlocker(std::vector<std::string> absent_at_start);

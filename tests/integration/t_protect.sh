@@ -43,7 +43,7 @@ done
 zb "$AW" -C "$R" -- sh -c "mkdir -p '$R/.config/fish' && echo evil > '$R/.config/fish/config.fish'"
 expect_absent "$R/.config/fish" "protected .config/fish not left on the host"
 rm -rf "$R/.config"
-# While the command runs: a created protected name is moved aside at once (inotify), not only
+# While the command runs: a created protected name is moved aside within milliseconds, not only
 # at exit, so a host process watching the directory (direnv, an editor) does not meet it.
 "$ZEROBOX" "$AW" -C "$R" -- sh -c "echo evil > '$R/.envrc'; mkdir -p '$R/.config/fish'; echo evil > '$R/.config/fish/config.fish'; sleep 3" >/dev/null 2>"$T_CAP/live.err" &
 zpid=$!
