@@ -27,11 +27,10 @@ export interface SpawnOptions {
 
 type Kill = { kind: "timeout"; ms: number } | { kind: "abort"; reason: unknown };
 
-// zerobox leads its own process group, so nothing the host program's terminal or
-// parent does to the program's group reaches it. When the program ends through
-// process.exit() (or runs out of work) while sandboxes still run, kill them rather
-// than leave them behind. A program killed by a signal cannot run this: it should
-// abort its sandboxes in its own signal handler.
+// When the program ends through process.exit() (or runs out of work) while sandboxes
+// still run, kill them rather than leave them behind. A program killed by a signal cannot
+// run this: it should abort its sandboxes in its own signal handler (a Ctrl-C in the
+// terminal reaches zerobox too, which forwards it to the command).
 const live = new Set<SandboxProcess>();
 let exitHook = false;
 function killLive(): void {
@@ -53,9 +52,9 @@ function drain(stream: Readable): () => Buffer {
 }
 
 /**
- * A running sandboxed command, from {@link Sandbox.spawn}. zerobox leads its own
- * process group, so kill(), a timeout and an abort reach zerobox and everything it
- * started; zerobox's death takes the whole sandbox down.
+ * A running sandboxed command, from {@link Sandbox.spawn}. kill(), a timeout and an
+ * abort kill zerobox, and zerobox's death takes the whole sandbox down (everything the
+ * command started lives in the sandbox's pid namespace).
  */
 export class SandboxProcess {
   /** The command's stdin when spawned with `stdin: "pipe"`. */
@@ -82,11 +81,12 @@ export class SandboxProcess {
     }
     if (signal?.aborted) throw new SandboxAbortError(signal.reason);
 
-    // detached: zerobox leads a new session and process group, so the group can be
-    // killed as one (kill(-pid)) without touching the caller's own group.
+    // Not detached: killing zerobox alone is enough (its sandbox dies with it: the init
+    // inside has PR_SET_PDEATHSIG, and the whole pid namespace goes with the init). A new
+    // session (Node's `detached` is setsid) would also be a new scheduler autogroup, which
+    // cost the Python SDK 5-10 ms a run on a loaded machine (docs/performance.md).
     this.#child = spawn(file, args, {
       stdio: [options.stdin ?? "ignore", "pipe", "pipe", "pipe"],
-      detached: true,
       env,
     });
     const child = this.#child;
@@ -157,16 +157,15 @@ export class SandboxProcess {
   }
 
   /**
-   * Sends `signal` (SIGKILL unless told otherwise) to zerobox's process group. SIGKILL
-   * kills zerobox, which takes the whole sandbox down; other signals that zerobox
-   * forwards (SIGTERM, SIGINT, …) reach the command. Returns false when zerobox has
-   * already exited.
+   * Sends `signal` (SIGKILL unless told otherwise) to zerobox. SIGKILL kills zerobox,
+   * which takes the whole sandbox down; other signals that zerobox forwards (SIGTERM,
+   * SIGINT, …) reach the command. Returns false when zerobox has already exited.
    */
   kill(signal: NodeJS.Signals | number = "SIGKILL"): boolean {
     const pid = this.#child.pid;
     if (pid === undefined || this.#exited) return false;
     try {
-      process.kill(-pid, signal);
+      process.kill(pid, signal);
       return true;
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code === "ESRCH") return false;
