@@ -7,10 +7,10 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <ctime>
 #include <map>
 #include <memory>
 #include <mutex>
-#include <ctime>
 #include <optional>
 #include <utility>
 
@@ -364,10 +364,8 @@ int run(Policy p, const std::vector<std::string>& environ, RunOptions options) {
     auto bundle = zb::net::trust_bundle(secrets->ca.ca_pem());
     if (!bundle) return setup_failed(status, bundle.error().message());
     plan_opts.ca_bundle = std::move(*bundle);
-    for (const auto& b : zb::net::system_bundle_paths()) {
-      auto canon = zb::path::canonicalize(b);
-      if (canon && canon->exists && zb::path::kind_of(canon->path) == zb::path::Kind::File)
-        plan_opts.ca_bundle_targets.push_back(canon->path);
+    for (const auto& b : zb::net::present_bundle_paths()) {
+      if (auto canon = zb::path::canonicalize(b); canon && canon->exists) plan_opts.ca_bundle_targets.push_back(canon->path);
     }
   }
   zb::exec::SandboxSpec spec;

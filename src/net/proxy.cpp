@@ -1310,7 +1310,7 @@ awaitable<bool> exchange(std::shared_ptr<Conn> c, const Message& req, Route rout
   // Values sent in another form (percent-encoded in the target, inside Basic credentials) are
   // scrubbed from the response in that form too.
   for (const SecretEntry* e : subs) {
-    for (std::string& form : echo_forms(e->value)) red.add(std::move(form), e->placeholder);
+    for (const std::string& form : e->echo_forms) red.add(form, e->placeholder);
   }
   if (!subs.empty()) {
     // A placeholder right after an unfinished escape ("%2", "\u00", "&#x") would have the

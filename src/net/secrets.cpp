@@ -32,6 +32,11 @@ std::string invalid_secret_value(std::string_view value) {
   return {};
 }
 
+SecretSet::SecretSet(std::vector<SecretEntry> entries, NetPolicy allow_net)
+    : m_entries(std::move(entries)), m_allow_net(std::move(allow_net)) {
+  for (auto& e : m_entries) e.echo_forms = echo_forms(e.value);
+}
+
 std::vector<const SecretEntry*> SecretSet::for_host(const HostPort& hp) const {
   std::vector<const SecretEntry*> out;
   if (m_allow_net.denied(hp)) return out;

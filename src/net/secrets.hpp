@@ -29,6 +29,7 @@ struct SecretEntry {
   std::string placeholder;
   std::string value;
   std::vector<Rule> hosts;  // --secret-host; empty: every host the network policy allows
+  std::vector<std::string> echo_forms;  // set by SecretSet: echo_forms(value), made once
 };
 
 // A new placeholder: the prefix and 32 random bytes in hex.
@@ -42,8 +43,7 @@ class SecretSet {
  public:
   // allow_net: the policy of --allow-net and --deny-net alone (without the --secret-host
   // names, which it would otherwise allow for every secret).
-  SecretSet(std::vector<SecretEntry> entries, NetPolicy allow_net)
-      : m_entries(std::move(entries)), m_allow_net(std::move(allow_net)) {}
+  SecretSet(std::vector<SecretEntry> entries, NetPolicy allow_net);
 
   const std::vector<SecretEntry>& entries() const { return m_entries; }
 

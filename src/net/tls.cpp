@@ -9,6 +9,8 @@
 #include <openssl/x509v3.h>
 
 #include <dirent.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <fstream>
@@ -225,10 +227,19 @@ const std::vector<std::string>& system_bundle_paths() {
   return k_paths;
 }
 
-Result<std::string> trust_bundle(const std::string& ca_pem) {
+std::vector<std::string> present_bundle_paths() {
+  std::vector<std::string> out;
   for (const auto& p : system_bundle_paths()) {
-    std::ifstream in(p, std::ios::binary);
-    if (!in) continue;
+    struct stat st {};
+    if (::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(p.c_str(), R_OK) == 0) out.push_back(p);
+  }
+  return out;
+}
+
+Result<std::string> trust_bundle(const std::string& ca_pem) {
+  auto present = present_bundle_paths();
+  std::ifstream in(present.empty() ? std::string() : present.front(), std::ios::binary);
+  if (in) {
     std::ostringstream ss;
     ss << in.rdbuf();
     std::string out = ss.str();

@@ -68,12 +68,15 @@ struct TlsContexts {
 Result<TlsContexts> make_tls_contexts(const std::vector<std::string>& upstream_ca);
 
 // The trust bundle shown inside the sandbox: the system's CA bundle (the first of
-// system_bundle_paths() that exists) followed by the run's CA. Fails if no system bundle
+// present_bundle_paths()) followed by the run's CA. Fails if no system bundle
 // can be read.
 Result<std::string> trust_bundle(const std::string& ca_pem);
 
 // The places distributions keep their CA bundle; those present on this host are covered by
 // the sandbox's bundle. The first one present is the one the environment variables name.
 const std::vector<std::string>& system_bundle_paths();
+// Those of system_bundle_paths() that are readable regular files here (symlinks followed),
+// in the same order: the first is the one trust_bundle() reads and the variables name.
+std::vector<std::string> present_bundle_paths();
 
 }  // namespace zb::net

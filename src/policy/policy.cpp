@@ -619,12 +619,11 @@ std::vector<std::string> build_env(const Policy& p, const Caller& c) {
     for (const auto& s : p.secrets) env[s.key] = s.placeholder;
     // The trust bundle with the run's CA is shown at the system bundle's path (run.cpp); the
     // usual variables name it too, for clients that look nowhere else.
-    for (const auto& b : net::system_bundle_paths()) {
-      if (::access(b.c_str(), R_OK) != 0) continue;
+    auto bundles = net::present_bundle_paths();
+    if (!bundles.empty()) {
       for (const char* k : {"SSL_CERT_FILE", "NODE_EXTRA_CA_CERTS", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE",
                             "GIT_SSL_CAINFO", "PIP_CERT"})
-        env[k] = b;
-      break;
+        env[k] = bundles.front();
     }
   }
   std::vector<std::string> out;

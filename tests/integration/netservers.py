@@ -454,6 +454,44 @@ def secrets_serve(directory, cert, key, logfile, readyfile):
     signal.pause()
 
 
+def client_tls_request(*argv):
+    """tls-request [--plain] [--socks] [--sni NAME] [--cafile FILE] HOST PORT REQUEST: opens a
+    tunnel to HOST:PORT through the proxy (CONNECT, or SOCKS5 with --socks), speaks TLS in it
+    (trusting the default bundle, i.e. SSL_CERT_FILE, or FILE) unless --plain, sends REQUEST
+    (escapes interpreted; @NAME@ replaced by the environment variable NAME, so that no
+    placeholder needs to be on a command line) and prints everything that comes back."""
+    import argparse
+    import os
+    import re
+    ap = argparse.ArgumentParser(prog="netservers.py tls-request")
+    ap.add_argument("--plain", action="store_true")
+    ap.add_argument("--socks", action="store_true")
+    ap.add_argument("--sni")
+    ap.add_argument("--cafile")
+    ap.add_argument("host")
+    ap.add_argument("port", type=int)
+    ap.add_argument("request")
+    a = ap.parse_args(argv)
+    s = proxy_socket()
+    if a.socks:
+        socks5_hello(s)
+        n = a.host.encode()
+        s.sendall(b"\x05\x01\x00\x03" + bytes([len(n)]) + n + struct.pack(">H", a.port))
+        socks5_reply(s)
+    else:
+        s.sendall(("CONNECT %s:%d HTTP/1.1\r\nHost: %s:%d\r\n\r\n" % (a.host, a.port, a.host, a.port)).encode())
+        print(read_head(s).split(b"\r\n")[0].decode())
+    if not a.plain:
+        s = ssl.create_default_context(cafile=a.cafile).wrap_socket(s, server_hostname=a.sni or a.host)
+    req = re.sub(rb"@([A-Z0-9_]+)@", lambda m: os.environ[m.group(1).decode()].encode("latin-1"), unescape(a.request))
+    s.sendall(req)
+    try:
+        data = read_all(s)
+    except (ssl.SSLError, OSError):
+        data = b""
+    sys.stdout.write(data.decode("latin-1"))
+
+
 def main():
     kind, args = sys.argv[1], sys.argv[2:]
     fn = {
@@ -464,6 +502,7 @@ def main():
         "socks5-ip": client_socks5_ip,
         "socks4": client_socks4,
         "direct": client_direct,
+        "tls-request": client_tls_request,
         "secrets-serve": secrets_serve,
     }.get(kind)
     if fn is None:

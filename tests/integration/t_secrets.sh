@@ -30,62 +30,7 @@ CA=$D/ca.pem
 # A dumb-HTTP git repository served by the HTTPS server.
 make_dumb_git_repo "$D/src" "$D/www/repo.git"
 
-# rawtls.py [--plain] [--socks] [--sni NAME] [--cafile FILE] HOST PORT REQUEST: in the sandbox,
-# opens a tunnel to HOST:PORT through the proxy (CONNECT, or SOCKS5 with --socks), speaks TLS in
-# it (trusting the default bundle, i.e. SSL_CERT_FILE, or FILE) unless --plain, sends REQUEST
-# (Python escapes interpreted; @NAME@ replaced by the environment variable NAME, so that no
-# placeholder needs to be on a command line) and prints everything that comes back.
-cat >"$D/rawtls.py" <<'PYEOF'
-import argparse, codecs, os, re, socket, ssl, struct, sys
-ap = argparse.ArgumentParser()
-ap.add_argument("--plain", action="store_true")
-ap.add_argument("--socks", action="store_true")
-ap.add_argument("--sni")
-ap.add_argument("--cafile")
-ap.add_argument("host")
-ap.add_argument("port", type=int)
-ap.add_argument("request")
-a = ap.parse_args()
-s = socket.create_connection(("127.0.0.1", 3128), timeout=10)
-if a.socks:
-    s.sendall(b"\x05\x01\x00")
-    assert s.recv(2) == b"\x05\x00"
-    n = a.host.encode()
-    s.sendall(b"\x05\x01\x00\x03" + bytes([len(n)]) + n + struct.pack(">H", a.port))
-    r = b""
-    while len(r) < 10:
-        b = s.recv(10 - len(r))
-        if not b:
-            break
-        r += b
-    print("socks-rep=%d" % r[1])
-else:
-    s.sendall(("CONNECT %s:%d HTTP/1.1\r\nHost: %s:%d\r\n\r\n" % (a.host, a.port, a.host, a.port)).encode())
-    head = b""
-    while b"\r\n\r\n" not in head:
-        b = s.recv(1)
-        if not b:
-            break
-        head += b
-    print(head.split(b"\r\n")[0].decode())
-if not a.plain:
-    s = ssl.create_default_context(cafile=a.cafile).wrap_socket(s, server_hostname=a.sni or a.host)
-req = codecs.decode(a.request.encode("latin-1"), "unicode_escape")
-req = re.sub(r"@([A-Z0-9_]+)@", lambda m: os.environ[m.group(1)], req)
-s.sendall(req.encode("latin-1"))
-data = b""
-try:
-    while True:
-        b = s.recv(65536)
-        if not b:
-            break
-        data += b
-except socket.timeout:
-    data += b"\n[timeout]"
-except (ssl.SSLError, OSError):
-    pass
-sys.stdout.write(data.decode("latin-1"))
-PYEOF
+# Raw requests through a tunnel, TLS or not: netservers.py tls-request (its docstring).
 
 bg "$PY" "$NS" secrets-serve "$D/www" "$D/leaf.pem" "$D/leaf.key" "$LOG" "$D/ready"
 wait_until 20 file_nonempty "$D/ready" || fail "the test servers did not start"
@@ -102,7 +47,6 @@ H=http://api.test:$HP
 S=https://api.test:$SP
 HO=http://other.test:$HP
 SO=https://other.test:$SP
-RAW=$D/rawtls.py
 
 NV=0
 newval() { # TAG: a new secret value in V
@@ -381,16 +325,16 @@ no_leak "$V" "keep-alive"
 # Plain HTTP inside a CONNECT tunnel and inside a SOCKS5 tunnel to the approved host.
 newval tunnelplain
 zb "${B[@]}" --secret TOKEN="$V" "${SEC[@]}" -- sh -c '
-  "$1" "$2" --plain api.test "$3" "GET /echo HTTP/1.1\r\nHost: api.test:$3\r\nX-Custom: c-@TOKEN@\r\nConnection: close\r\n\r\n"
-  "$1" "$2" --plain --socks api.test "$3" "GET /echo HTTP/1.1\r\nHost: api.test:$3\r\nX-Custom: s-@TOKEN@\r\nConnection: close\r\n\r\n"' \
-  sh "$PY" "$RAW" "$HP"
+  "$1" "$2" tls-request --plain api.test "$3" "GET /echo HTTP/1.1\r\nHost: api.test:$3\r\nX-Custom: c-@TOKEN@\r\nConnection: close\r\n\r\n"
+  "$1" "$2" tls-request --plain --socks api.test "$3" "GET /echo HTTP/1.1\r\nHost: api.test:$3\r\nX-Custom: s-@TOKEN@\r\nConnection: close\r\n\r\n"' \
+  sh "$PY" "$NS" "$HP"
 in_log "X-Custom: c-$V" "CONNECT + plain HTTP: substituted"
 in_log "X-Custom: s-$V" "SOCKS5 + plain HTTP: substituted"
 expect_contains "$OUT" "X-Echo-Custom: c-ZEROBOX_SECRET_" "CONNECT + plain HTTP: echo scrubbed"
 no_leak "$V" "plain HTTP in tunnels"
 # Absolute-form naming the tunnel's own host is fine.
 newval absolute
-zb "${B[@]}" --secret TOKEN="$V" "${SEC[@]}" -- "$PY" "$RAW" api.test "$SP" \
+zb "${B[@]}" --secret TOKEN="$V" "${SEC[@]}" -- "$PY" "$NS" tls-request api.test "$SP" \
   "GET https://api.test:$SP/echo HTTP/1.1\r\nHost: api.test:$SP\r\nX-Custom: @TOKEN@\r\nConnection: close\r\n\r\n"
 expect_contains "$OUT" "HTTP/1.1 200 OK" "absolute-form for the tunnel's host: 200"
 in_log "X-Custom: $V" "absolute-form for the tunnel's host: substituted"
@@ -530,7 +474,7 @@ expect_contains "$OUT" "does not name api.test:$SP" "fronting: the reason"
 not_in_log "$V" "fronting: the value was never sent"
 no_leak "$V" "fronting"
 newval front2
-zb "${B[@]}" --allow-net=other.test --secret TOKEN="$V" "${SEC[@]}" -- "$PY" "$RAW" api.test "$SP" \
+zb "${B[@]}" --allow-net=other.test --secret TOKEN="$V" "${SEC[@]}" -- "$PY" "$NS" tls-request api.test "$SP" \
   "GET /echo HTTP/1.1\r\nHost: api.test:$SP\r\nX-Custom: @TOKEN@\r\n\r\nGET /echo HTTP/1.1\r\nHost: other.test:$SP\r\nAuthorization: Bearer @TOKEN@\r\nConnection: close\r\n\r\n"
 expect_contains "$OUT" "HTTP/1.1 200 OK" "fronting, pipelined: the first request (api.test) answered"
 expect_contains "$OUT" "HTTP/1.1 403" "fronting, pipelined: the second (Host: other.test) refused"
@@ -539,19 +483,19 @@ not_in_log "Authorization: Bearer $V" "fronting, pipelined: the second request w
 no_leak "$V" "fronting, pipelined"
 newval front3
 zb "${B[@]}" --allow-net=other.test --secret TOKEN="$V" "${SEC[@]}" -- sh -c '
-  "$1" "$2" api.test "$3" "GET https://other.test:$3/echo HTTP/1.1\r\nHost: other.test:$3\r\nX-Custom: @TOKEN@\r\nConnection: close\r\n\r\n"
-  "$1" "$2" --plain --socks api.test "$4" "GET /echo HTTP/1.1\r\nHost: other.test:$4\r\nX-Custom: @TOKEN@\r\nConnection: close\r\n\r\n"
-  curl -sS -i --max-time 15 -H "Host: other.test:$4" -H "X-Custom: $TOKEN" "http://api.test:$4/echo"' sh "$PY" "$RAW" "$SP" "$HP"
+  "$1" "$2" tls-request api.test "$3" "GET https://other.test:$3/echo HTTP/1.1\r\nHost: other.test:$3\r\nX-Custom: @TOKEN@\r\nConnection: close\r\n\r\n"
+  "$1" "$2" tls-request --plain --socks api.test "$4" "GET /echo HTTP/1.1\r\nHost: other.test:$4\r\nX-Custom: @TOKEN@\r\nConnection: close\r\n\r\n"
+  curl -sS -i --max-time 15 -H "Host: other.test:$4" -H "X-Custom: $TOKEN" "http://api.test:$4/echo"' sh "$PY" "$NS" "$SP" "$HP"
 expect_eq "$(printf '%s\n' "$OUT" | grep -c '^HTTP/1.1 403')" 2 "fronting: absolute-form https://other.test in api.test's tunnel, and SOCKS5 plain Host: other.test: 403"
 expect_contains "$OUT" "HTTP/1.1 400" "fronting: forward proxy, Host other.test for http://api.test: 400"
 not_in_log "$V" "fronting: none of these sent the value"
 no_leak "$V" "fronting, absolute-form / SOCKS5 / forward proxy"
 newval front5
 zb "${B[@]}" --allow-net=other.test --secret TOKEN="$V" --secret-host TOKEN="api.test" -- sh -c '
-  "$1" "$2" api.test "$3" "GET /echo HTTP/1.1\r\nHost: api.test:$4\r\nX-Custom: @TOKEN@\r\nConnection: close\r\n\r\n"
-  "$1" "$2" api.test "$3" "CONNECT other.test:$3 HTTP/1.1\r\nHost: other.test:$3\r\nX-Custom: @TOKEN@\r\n\r\n"
-  "$1" "$2" api.test "$3" "GET /echo HTTP/1.1\r\nX-Custom: @TOKEN@\r\nConnection: close\r\n\r\n"
-  "$1" "$2" api.test "$3" "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"' sh "$PY" "$RAW" "$SP" "$HP"
+  "$1" "$2" tls-request api.test "$3" "GET /echo HTTP/1.1\r\nHost: api.test:$4\r\nX-Custom: @TOKEN@\r\nConnection: close\r\n\r\n"
+  "$1" "$2" tls-request api.test "$3" "CONNECT other.test:$3 HTTP/1.1\r\nHost: other.test:$3\r\nX-Custom: @TOKEN@\r\n\r\n"
+  "$1" "$2" tls-request api.test "$3" "GET /echo HTTP/1.1\r\nX-Custom: @TOKEN@\r\nConnection: close\r\n\r\n"
+  "$1" "$2" tls-request api.test "$3" "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"' sh "$PY" "$NS" "$SP" "$HP"
 expect_contains "$OUT" "does not name api.test:$SP" "fronting: Host: api.test with another port inside the tunnel: 403"
 expect_contains "$OUT" "CONNECT inside the tunnel" "fronting: CONNECT inside the intercepted tunnel: 400"
 expect_contains "$OUT" "missing Host header" "fronting: HTTP/1.1 without Host inside the tunnel: refused"
@@ -561,7 +505,7 @@ no_leak "$V" "fronting by port, CONNECT in the tunnel, no Host, HTTP/2"
 # The other way round: a tunnel to other.test (not intercepted) that says Host: api.test inside
 # its own TLS gets no substitution.
 newval front4
-zb "${B[@]}" --allow-net=other.test --secret TOKEN="$V" "${SEC[@]}" -- "$PY" "$RAW" --sni api.test --cafile "$CA" other.test "$SP" \
+zb "${B[@]}" --allow-net=other.test --secret TOKEN="$V" "${SEC[@]}" -- "$PY" "$NS" tls-request --sni api.test --cafile "$CA" other.test "$SP" \
   "GET /echo HTTP/1.1\r\nHost: api.test:$SP\r\nX-Custom: f4-@TOKEN@\r\nConnection: close\r\n\r\n"
 expect_contains "$OUT" "HTTP/1.1 200 OK" "tunnel to other.test naming api.test inside: reaches the server (not intercepted)"
 in_log "X-Custom: f4-ZEROBOX_SECRET_" "tunnel to other.test naming api.test inside: the server got the placeholder"
