@@ -128,6 +128,28 @@ std::unique_ptr<CLI::App> make_run_app(RunFlags& f) {
   return app_owner;
 }
 
+std::optional<bool> guess_new_net(const std::vector<std::string>& args) {
+  bool host = false, filtered = false;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--" || a.empty() || a[0] != '-' || a == "-") {
+      bool has_command = a != "--" || i + 1 < args.size();
+      if (!has_command) return std::nullopt;
+      return !host || filtered;
+    }
+    if (a == "--no-sandbox" || a == "-h" || a == "--help" || a == "-V" || a == "--version" ||
+        a.rfind("--profile", 0) == 0 || (a[1] != '-' && a.size() > 2)) {
+      return std::nullopt;
+    }
+    if (a == "--allow-net" || a == "-A" || a == "--allow-all") host = true;
+    for (const char* f : {"--allow-net=", "--deny-net", "--secret"}) {
+      if (a.rfind(f, 0) == 0) filtered = true;
+    }
+    if (k_takes_value.count(a) != 0) ++i;
+  }
+  return std::nullopt;
+}
+
 Parsed parse_args(const std::vector<std::string>& raw_args, const std::vector<std::string>& environ) {
   RunFlags f;
   std::unique_ptr<CLI::App> app_owner = make_run_app(f);

@@ -2,6 +2,7 @@
 // (exit 125) for the state of the machine (a missing profile file); nothing else throws.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,13 @@ struct Parsed {
 };
 
 Parsed parse_args(const std::vector<std::string>& args, const std::vector<std::string>& environ);
+
+// Whether a run will get its own network namespace, guessed from the words before the
+// command without parsing them, so main() can start cloning the sandbox meanwhile
+// (exec::Prestart). A wrong guess only loses the head start: the sandbox checks it.
+// nullopt where no sandbox is likely (help, version, --no-sandbox, no command) or the
+// words are not plain enough to guess from (a profile, clustered short options).
+std::optional<bool> guess_new_net(const std::vector<std::string>& args);
 
 // Applies a TOML profile to a policy (the CLI's own flags are applied afterwards).
 // `zerobox snapshot ...` (args after "snapshot"); returns the exit status.

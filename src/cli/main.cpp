@@ -2,10 +2,12 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "cli/cli.hpp"
+#include "exec/run.hpp"
 #include "util/error.hpp"
 #include "util/log.hpp"
 #include "util/scrub.hpp"
@@ -23,12 +25,15 @@ int main(int argc, char** argv) {
     if (!args.empty() && args[0] == "snapshot") {
       return zb::cli::snapshot_main(std::vector<std::string>(args.begin() + 1, args.end()), env);
     }
+    // The sandbox's namespaces are created on another thread while the rest is parsed.
+    std::unique_ptr<zb::exec::Prestart> prestarted;
+    if (auto new_net = zb::cli::guess_new_net(args)) prestarted = zb::exec::Prestart::launch(*new_net);
     auto parsed = zb::cli::parse_args(args, env);
     if (parsed.action != zb::cli::Action::Run) {
       std::fputs(parsed.text.c_str(), stdout);
       return 0;
     }
-    return zerobox::run(std::move(parsed.policy), env, {.wait_for_teardown = false});
+    return zerobox::run_prestarted(std::move(parsed.policy), env, {.wait_for_teardown = false}, std::move(prestarted));
   } catch (const zb::UsageError& e) {
     zb::log::error(e.message);
     std::fputs("Try 'zerobox --help' for more information.\n", stderr);

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -87,15 +88,15 @@ void run_init(const InitArgs& a) {
     send_msg(a.report_fd, k_msg_setup_failed, k_step_fork, -1, errno, 0);
     ::_exit(1);
   }
-  pid_t pid = ::fork();
+  // vfork: no copy of init's page tables (a copy of the supervisor's), and no atfork
+  // handlers. The child only makes system calls until execve or _exit, and init resumes
+  // once it has done either.
+  pid_t pid = ::vfork();
   if (pid < 0) {
     send_msg(a.report_fd, k_msg_setup_failed, k_step_fork, -1, errno, 0);
     ::_exit(1);
   }
-  if (pid == 0) {
-    ::close(exec_pipe[0]);
-    exec_command(a, exec_pipe[1]);
-  }
+  if (pid == 0) exec_command(a, exec_pipe[1]);  // its own fd table: closing is its business
   ::close(exec_pipe[1]);
   g_command = pid;
   ::sigprocmask(SIG_UNBLOCK, &fwd, nullptr);
@@ -107,6 +108,7 @@ void run_init(const InitArgs& a) {
     n = ::read(exec_pipe[0], &exec_err, sizeof exec_err);
   } while (n < 0 && errno == EINTR);
   ::close(exec_pipe[0]);
+  if (a.shared != nullptr) ::munmap(const_cast<void*>(a.shared), a.shared_size);
   bool exec_failed = n == static_cast<ssize_t>(sizeof exec_err);
   if (exec_failed) send_msg(a.report_fd, k_msg_exec_failed, 0, 0, exec_err, 0);
 

@@ -1,8 +1,10 @@
-// pid 1 of the sandbox: forks the command, forwards signals to its process group, reaps
-// every child, and reports the command's status to the supervisor. Runs after clone():
-// allocates nothing, throws nothing.
+// pid 1 of the sandbox: starts the command (vfork), forwards signals to its process
+// group, reaps every child, and reports the command's status to the supervisor. Runs
+// after clone() in a copy of a multi-threaded process: allocates nothing, throws
+// nothing, and never calls fork(), whose atfork handlers take malloc's locks.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 namespace zb::exec {
@@ -44,6 +46,10 @@ struct InitArgs {
   char* const* argv;
   char* const* envp;
   char* const* candidates;  // NULL-terminated
+  // The memory shared with the supervisor that the above live in, unmapped once the
+  // command has been exec'd (nullptr: nothing to unmap).
+  const void* shared;
+  std::size_t shared_size;
 };
 
 // Never returns.

@@ -90,7 +90,7 @@ LandlockPlan make_landlock_plan(const policy::FsRules& fs, int abi) {
   return plan;
 }
 
-int apply_landlock(const LandlockPlan& plan, int tty_dir_fd, int& failed_rule) {
+int apply_landlock(const FlatLandlock& plan, int tty_dir_fd, int& failed_rule) {
   failed_rule = -1;
   RulesetAttr attr{plan.handled_fs, 0, plan.scoped};
   size_t size = plan.abi >= 6 ? sizeof attr : sizeof(uint64_t);
@@ -113,9 +113,9 @@ int apply_landlock(const LandlockPlan& plan, int tty_dir_fd, int& failed_rule) {
     PathBeneathAttr pb{access & plan.handled_fs, fd};
     (void)::syscall(k_sys_add, ruleset, k_rule_path_beneath, &pb, 0);  // best effort
   }
-  for (size_t i = 0; i < plan.rules.size(); ++i) {
-    const auto& rule = plan.rules[i];
-    int fd = ::open(rule.path.c_str(), O_PATH | O_CLOEXEC);
+  for (std::size_t i = 0; i < plan.n_rules; ++i) {
+    const FlatLandlockRule& rule = plan.rules[i];
+    int fd = ::open(rule.path, O_PATH | O_CLOEXEC);
     if (fd < 0) continue;  // not present in this sandbox: nothing to grant
     struct stat st {};
     uint64_t access = rule.access & plan.handled_fs;

@@ -3,6 +3,7 @@
 // the ABI in use is reported by --debug.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -28,12 +29,26 @@ struct LandlockPlan {
 
 LandlockPlan make_landlock_plan(const policy::FsRules& fs, int abi);
 
+// A LandlockPlan as the child reads it, in memory shared with the supervisor (see
+// overlay::FlatPlan); rule indexes match LandlockPlan::rules.
+struct FlatLandlockRule {
+  const char* path;
+  uint64_t access;
+};
+struct FlatLandlock {
+  int abi;
+  uint64_t handled_fs;
+  uint64_t scoped;
+  const FlatLandlockRule* rules;
+  std::size_t n_rules;
+};
+
 // Applies the plan to the calling thread. Runs after clone() and after pivot_root: opens
 // each rule's path with O_PATH, adds it, restricts self. Requires no_new_privs.
 // Returns 0, or -1 with errno set (`failed_rule` names the rule, -1 for the ruleset).
 // `tty_dir_fd`, when >= 0, is the host's /dev/pts: its terminals may be reopened for
 // reading and writing (they are reachable only through fds the command inherited).
-int apply_landlock(const LandlockPlan& plan, int tty_dir_fd, int& failed_rule);
+int apply_landlock(const FlatLandlock& plan, int tty_dir_fd, int& failed_rule);
 
 std::string describe(const LandlockPlan& plan);
 

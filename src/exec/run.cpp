@@ -16,6 +16,7 @@
 
 #include "exec/blocked.hpp"
 #include "exec/landlock.hpp"
+#include "exec/run.hpp"
 #include "exec/sandbox.hpp"
 #include "exec/seccomp.hpp"
 #include "exec/signals.hpp"
@@ -315,6 +316,11 @@ std::string staging_dir() {
 }  // namespace
 
 int run(Policy p, const std::vector<std::string>& environ, RunOptions options) {
+  return run_prestarted(std::move(p), environ, options, nullptr);
+}
+
+int run_prestarted(Policy p, const std::vector<std::string>& environ, RunOptions options,
+                   std::unique_ptr<zb::exec::Prestart> prestarted) {
   log::set_quiet(p.quiet);
   log::set_debug(p.debug);
   StatusFd status(p.status_fd);
@@ -438,7 +444,8 @@ int run(Policy p, const std::vector<std::string>& environ, RunOptions options) {
   };
   zb::exec::LiveBlocker live_blocker(fs.absent_protected);
   auto res = zb::exec::run_sandbox(spec, [&](long pid) { status.child_started(pid); },
-                                   net_policy ? std::function<void(int)>(on_listener) : std::function<void(int)>());
+                                   net_policy ? std::function<void(int)>(on_listener) : std::function<void(int)>(),
+                                   std::move(prestarted));
   if (proxy) {
     proxy->stop();
     std::lock_guard<std::mutex> lock(denied_mutex);

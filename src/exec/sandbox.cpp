@@ -1,6 +1,7 @@
 #include "exec/sandbox.hpp"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -14,6 +15,7 @@
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <system_error>
 
 #include "exec/caps.hpp"
 #include "exec/init.hpp"
@@ -28,31 +30,52 @@
 namespace zb::exec {
 namespace {
 
-// The child side, from clone() to run_init(). Everything it touches was allocated by the
-// supervisor before clone(); failures go to the report pipe as {step, index, errno}.
-[[noreturn]] void child_main(const SandboxSpec& s, int sync_fd, int report_fd, int proxy_fd, char* const* argv,
-                             char* const* envp, char* const* candidates) {
+// The spec as the child reads it: the first object in the shared arena, so the child
+// finds it at the arena's base (see flatten()).
+struct FlatSpec {
+  overlay::FlatPlan plan;
+  const char* staging;
+  const char* cwd;
+  char* const* argv;
+  char* const* envp;
+  char* const* candidates;
+  FlatLandlock landlock;
+  const sock_filter* seccomp;
+  std::size_t n_seccomp;
+  unsigned short proxy_port;
+};
+
+// The child side, from clone() to run_init(). It is a copy of the helper thread of a
+// process whose other threads may hold locks (malloc's among them), so it allocates
+// nothing: it reads its spec from the shared arena and reports failures on the report
+// pipe as {step, index, errno}.
+[[noreturn]] void child_main(int sync_fd, int report_fd, int proxy_fd, bool new_net, const char* arena,
+                             const sigset_t& mask) {
   ::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-  // Wait for the uid/gid maps. EOF means the supervisor is gone.
+  // The helper blocks every signal; the child keeps the caller's mask plus the forwarded
+  // signals, which stay blocked until init has a command to pass them to.
+  ::sigprocmask(SIG_SETMASK, &mask, nullptr);
+  // Wait for the uid/gid maps and the spec. EOF means the supervisor is gone or gave up.
   char go = 0;
   ssize_t n;
   do {
     n = ::read(sync_fd, &go, 1);
   } while (n < 0 && errno == EINTR);
-  if (n != 1) ::_exit(1);
+  if (n != 1 || go != 'g') ::_exit(1);
   ::close(sync_fd);
+  const FlatSpec& s = *reinterpret_cast<const FlatSpec*>(arena);
   // Not dumpable (only now: the supervisor needed /proc/PID/uid_map): the command, with
   // the same uid, cannot open /proc/1/mem, environ or fd/ of its init, which hold the
   // supervisor's memory and the report pipe.
   ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
   scrub::wipe();
 
-  if (s.new_net && bring_up_loopback() != 0) {
+  if (new_net && bring_up_loopback() != 0) {
     send_msg(report_fd, k_msg_setup_failed, k_step_loopback, -1, errno, 0);
     ::_exit(1);
   }
   if (proxy_fd >= 0) {
-    if (send_proxy_listener(proxy_fd, s.proxy_port) != 0) {
+    if (s.proxy_port != 0 && send_proxy_listener(proxy_fd, s.proxy_port) != 0) {
       send_msg(report_fd, k_msg_setup_failed, k_step_proxy, -1, errno, 0);
       ::_exit(1);
     }
@@ -60,7 +83,7 @@ namespace {
   }
   overlay::MountFailure mf;
   overlay::MountReport mr;
-  if (!overlay::execute_plan(s.plan, s.staging.c_str(), s.cwd.c_str(), mf, mr)) {
+  if (!overlay::execute_plan(s.plan, s.staging, s.cwd, mf, mr)) {
     send_msg(report_fd, k_msg_setup_failed, k_step_mount, mf.index, mf.err, static_cast<int32_t>(mf.step));
     ::_exit(1);
   }
@@ -83,11 +106,45 @@ namespace {
     send_msg(report_fd, k_msg_setup_failed, k_step_caps, -1, errno, 0);
     ::_exit(1);
   }
-  if (!s.seccomp.empty() && apply_seccomp(s.seccomp) != 0) {
+  if (s.n_seccomp != 0 && apply_seccomp({s.seccomp, s.n_seccomp}) != 0) {
     send_msg(report_fd, k_msg_setup_failed, k_step_seccomp, -1, errno, 0);
     ::_exit(1);
   }
-  run_init(InitArgs{report_fd, argv, envp, candidates});
+  run_init(InitArgs{report_fd, s.argv, s.envp, s.candidates, arena, SharedArena::k_capacity});
+}
+
+// Copies the spec into the arena, FlatSpec first. nullptr when it does not fit.
+const FlatSpec* flatten(const SandboxSpec& spec, SharedArena& a) {
+  auto* f = a.array<FlatSpec>(1);
+  if (f == nullptr || reinterpret_cast<char*>(f) != a.base()) return nullptr;
+  const auto& plan = spec.plan;
+  auto* ops = a.array<overlay::FlatOp>(plan.ops.size());
+  for (std::size_t i = 0; ops != nullptr && i < plan.ops.size(); ++i) {
+    const auto& op = plan.ops[i];
+    ops[i] = {op.kind, op.recursive, op.optional, op.mode, op.flags, a.str(op.src), a.str(op.dst), a.str(op.data)};
+  }
+  auto* files = a.array<overlay::FlatFile>(plan.files.size());
+  for (std::size_t i = 0; files != nullptr && i < plan.files.size(); ++i) {
+    const auto& [path, content] = plan.files[i];
+    files[i] = {a.str(path), a.str(content), content.size()};
+  }
+  f->plan = {ops, plan.ops.size(), files, plan.files.size(), a.strings(plan.scratch_dirs), plan.scratch_dirs.size()};
+  f->staging = a.str(spec.staging);
+  f->cwd = a.str(spec.cwd);
+  f->argv = a.strings(spec.argv);
+  f->envp = a.strings(spec.env);
+  f->candidates = a.strings(spec.exec_candidates);
+  auto* rules = a.array<FlatLandlockRule>(spec.landlock.rules.size());
+  for (std::size_t i = 0; rules != nullptr && i < spec.landlock.rules.size(); ++i) {
+    rules[i] = {a.str(spec.landlock.rules[i].path), spec.landlock.rules[i].access};
+  }
+  f->landlock = {spec.landlock.abi, spec.landlock.handled_fs, spec.landlock.scoped, rules, spec.landlock.rules.size()};
+  auto* filter = a.array<sock_filter>(spec.seccomp.size());
+  if (filter != nullptr && !spec.seccomp.empty()) std::memcpy(filter, spec.seccomp.data(), spec.seccomp.size_bytes());
+  f->seccomp = filter;
+  f->n_seccomp = spec.seccomp.size();
+  f->proxy_port = spec.proxy_port;
+  return a.full() ? nullptr : f;
 }
 
 Result<void> write_file(const std::string& path, const std::string& data) {
@@ -149,14 +206,6 @@ std::string step_text(const SandboxSpec& s, const ChildMsg& m) {
   }
 }
 
-std::vector<char*> cstrings(const std::vector<std::string>& v) {
-  std::vector<char*> out;
-  out.reserve(v.size() + 1);
-  for (const auto& s : v) out.push_back(const_cast<char*>(s.c_str()));
-  out.push_back(nullptr);
-  return out;
-}
-
 // Host pid of the command: init's only child at the time it reports the start.
 long command_host_pid(pid_t init) {
   std::ifstream in("/proc/" + std::to_string(init) + "/task/" + std::to_string(init) + "/children");
@@ -165,49 +214,66 @@ long command_host_pid(pid_t init) {
   return init;
 }
 
+std::string clone_error(int err) {
+  std::string msg = std::string("create namespaces (clone): ") + std::strerror(err);
+  if (err == EPERM || err == ENOSPC || err == EUSERS || err == EINVAL) {
+    msg += " (user namespaces are disabled or exhausted on this machine; --no-sandbox runs without isolation)";
+  }
+  return msg;
+}
+
 }  // namespace
 
-SandboxResult run_sandbox(const SandboxSpec& spec, const std::function<void(long)>& on_started,
-                          const std::function<void(int)>& on_proxy_listener) {
-  SandboxResult res;
-  std::vector<char*> argv = cstrings(spec.argv);
-  std::vector<char*> envp = cstrings(spec.env);
-  std::vector<char*> cands = cstrings(spec.exec_candidates);
-
-  int sync[2], report[2];
-  if (::pipe2(sync, O_CLOEXEC) != 0 || ::pipe2(report, O_CLOEXEC) != 0) {
-    res.message = std::string("pipe: ") + std::strerror(errno);
-    return res;
-  }
-  UniqueFd sync_r(sync[0]), sync_w(sync[1]), report_r(report[0]), report_w(report[1]);
-  UniqueFd proxy_parent, proxy_child;
-  if (spec.proxy_port != 0) {
+std::unique_ptr<Prestart> Prestart::launch(bool new_net) {
+  std::unique_ptr<Prestart> p(new Prestart);
+  p->m_new_net = new_net;
+  ::pthread_sigmask(SIG_BLOCK, nullptr, &p->m_child_mask);
+  for (int sig : k_forwarded_signals) sigaddset(&p->m_child_mask, sig);
+  auto fail = [&](const std::string& what) {
+    p->m_setup_error = what + ": " + std::strerror(errno);
+    return std::move(p);
+  };
+  int sync[2], report[2], hold[2];
+  if (::pipe2(sync, O_CLOEXEC) != 0) return fail("pipe");
+  p->m_sync_r.reset(sync[0]);
+  p->m_sync_w.reset(sync[1]);
+  if (::pipe2(report, O_CLOEXEC) != 0) return fail("pipe");
+  p->m_report_r.reset(report[0]);
+  p->m_report_w.reset(report[1]);
+  if (::pipe2(hold, O_CLOEXEC) != 0) return fail("pipe");
+  p->m_hold_r.reset(hold[0]);
+  p->m_hold_w.reset(hold[1]);
+  if (new_net) {
+    // The proxy's listening socket comes back on this in filtered mode (unused otherwise).
     int sp[2];
-    if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) != 0) {
-      res.message = std::string("socketpair: ") + std::strerror(errno);
-      return res;
-    }
-    proxy_parent.reset(sp[0]);
-    proxy_child.reset(sp[1]);
+    if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) != 0) return fail("socketpair");
+    p->m_proxy_parent.reset(sp[0]);
+    p->m_proxy_child.reset(sp[1]);
   }
+  if (!p->m_arena.map()) return fail("map memory shared with the sandbox");
+  try {
+    p->m_thread = std::thread([q = p.get()] { q->helper(); });
+  } catch (const std::system_error& e) {
+    p->m_setup_error = std::string("start a thread: ") + e.what();
+  }
+  return p;
+}
 
+void Prestart::helper() {
+  sigset_t all;
+  sigfillset(&all);
+  ::pthread_sigmask(SIG_SETMASK, &all, nullptr);
+  int sync_r = m_sync_r.get(), report_w = m_report_w.get(), proxy_child = m_proxy_child.get();
+  const char* arena = m_arena.base();
+  bool new_net = m_new_net;
+  const sigset_t& mask = m_child_mask;
   unsigned long flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP;
-  if (spec.new_net) flags |= CLONE_NEWNET;
-
-  // Forwarded signals stay blocked across clone(), and in the child until its init has a
-  // command to forward them to (run_init unblocks them after forking it): a signal that
-  // arrives meanwhile waits instead of meeting a handler with nowhere to send it (or, for
-  // a pid namespace's init, the default action, which drops it).
-  sigset_t fwd, old_mask;
-  sigemptyset(&fwd);
-  for (int s : k_forwarded_signals) sigaddset(&fwd, s);
-  ::sigprocmask(SIG_BLOCK, &fwd, &old_mask);
-  SignalForwarding forwarding;
+  if (new_net) flags |= CLONE_NEWNET;
 
   long pid = ::syscall(SYS_clone, flags | SIGCHLD, nullptr, nullptr, nullptr, nullptr);
   if (pid == 0) {
     // Keep only the fds the child uses (and stdio).
-    int keep[3] = {sync_r.get(), report_w.get(), proxy_child.get()};
+    int keep[3] = {sync_r, report_w, proxy_child};
     std::sort(std::begin(keep), std::end(keep));
     unsigned next = 3;
     for (int k : keep) {
@@ -216,37 +282,103 @@ SandboxResult run_sandbox(const SandboxSpec& spec, const std::function<void(long
       next = static_cast<unsigned>(k) + 1;
     }
     ::syscall(SYS_close_range, next, ~0U, 0U);
-    child_main(spec, sync_r.get(), report_w.get(), proxy_child.get(), argv.data(), envp.data(), cands.data());
+    child_main(sync_r, report_w, proxy_child, new_net, arena, mask);
   }
   int clone_err = errno;
+  m_sync_r.reset();
+  m_report_w.reset();
+  m_proxy_child.reset();
+  std::string error;
   if (pid < 0) {
-    ::sigprocmask(SIG_SETMASK, &old_mask, nullptr);
-    res.message = std::string("create namespaces (clone): ") + std::strerror(clone_err);
-    if (clone_err == EPERM || clone_err == ENOSPC || clone_err == EUSERS || clone_err == EINVAL) {
-      res.message += " (user namespaces are disabled or exhausted on this machine; --no-sandbox runs without isolation)";
+    error = clone_error(clone_err);
+  } else if (auto maps = write_id_maps(static_cast<pid_t>(pid)); !maps) {
+    error = "write uid/gid maps: " + maps.error().message();
+  }
+  {
+    std::lock_guard<std::mutex> lock(m_mutex);
+    m_pid = pid;
+    m_error = std::move(error);
+    m_ready = true;
+  }
+  m_cv.notify_all();
+  // Stay until the destructor: the child's PR_SET_PDEATHSIG follows this thread.
+  char c;
+  while (::read(m_hold_r.get(), &c, 1) < 0 && errno == EINTR) {
+  }
+}
+
+long Prestart::wait_ready(std::string& error) {
+  if (!m_setup_error.empty()) {
+    error = m_setup_error;
+    return -1;
+  }
+  std::unique_lock<std::mutex> lock(m_mutex);
+  m_cv.wait(lock, [&] { return m_ready; });
+  if (!m_error.empty()) {
+    error = m_error;
+    return -1;
+  }
+  return m_pid;
+}
+
+Prestart::~Prestart() {
+  if (!m_thread.joinable()) return;
+  std::string error;
+  long pid;
+  {
+    std::unique_lock<std::mutex> lock(m_mutex);
+    m_cv.wait(lock, [&] { return m_ready; });
+    pid = m_pid;
+  }
+  if (pid > 0 && !m_adopted) {
+    // Never given its spec (a usage error, another network mode, a failed map): it is
+    // still waiting, and goes now.
+    ::kill(static_cast<pid_t>(pid), SIGKILL);
+    while (::waitpid(static_cast<pid_t>(pid), nullptr, 0) < 0 && errno == EINTR) {
     }
+  }
+  m_hold_w.reset();
+  m_thread.join();
+}
+
+SandboxResult run_sandbox(const SandboxSpec& spec, const std::function<void(long)>& on_started,
+                          const std::function<void(int)>& on_proxy_listener, std::unique_ptr<Prestart> prestarted) {
+  SandboxResult res;
+  if (!prestarted || prestarted->new_net() != spec.new_net) prestarted = Prestart::launch(spec.new_net);
+  Prestart& pre = *prestarted;
+  // The spec goes into the memory the child shares while the helper may still be cloning.
+  if (pre.m_setup_error.empty() && flatten(spec, pre.m_arena) == nullptr) {
+    res.message = "the sandbox's mount plan, arguments and environment take more than " +
+                  std::to_string(SharedArena::k_capacity >> 20) + " MiB";
+    return res;
+  }
+
+  // Forwarded signals are blocked until the handlers have their target: one that arrives
+  // meanwhile waits instead of meeting a handler with nowhere to send it.
+  sigset_t fwd, old_mask;
+  sigemptyset(&fwd);
+  for (int s : k_forwarded_signals) sigaddset(&fwd, s);
+  ::pthread_sigmask(SIG_BLOCK, &fwd, &old_mask);
+  SignalForwarding forwarding;
+  long pid = pre.wait_ready(res.message);
+  if (pid < 0) {
+    ::pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
     return res;
   }
   forwarding.set_target(static_cast<pid_t>(pid));
-  ::sigprocmask(SIG_SETMASK, &old_mask, nullptr);
-  sync_r.reset();
-  report_w.reset();
+  ::pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
 
-  auto maps = write_id_maps(static_cast<pid_t>(pid));
-  if (!maps) {
-    ::kill(static_cast<pid_t>(pid), SIGKILL);
-    ::waitpid(static_cast<pid_t>(pid), nullptr, 0);
-    res.message = "write uid/gid maps: " + maps.error().message();
-    return res;
-  }
-  (void)!::write(sync_w.get(), "1", 1);
-  sync_w.reset();
-  if (proxy_parent) {
+  pre.m_adopted = true;
+  (void)!::write(pre.m_sync_w.get(), "g", 1);
+  pre.m_sync_w.reset();
+  // The child has its own mapping of the spec; this side's is no longer needed.
+  pre.m_arena.unmap();
+  UniqueFd& report_r = pre.m_report_r;
+  if (pre.m_proxy_parent && spec.proxy_port != 0) {
     // The child sends the socket right after bringing up lo; if it fails first, its end
     // closes and the report pipe says why.
-    proxy_child.reset();
-    int listener = receive_proxy_listener(proxy_parent.get());
-    proxy_parent.reset();
+    int listener = receive_proxy_listener(pre.m_proxy_parent.get());
+    pre.m_proxy_parent.reset();
     if (listener >= 0) {
       if (on_proxy_listener) {
         on_proxy_listener(listener);
@@ -255,6 +387,7 @@ SandboxResult run_sandbox(const SandboxSpec& spec, const std::function<void(long
       }
     }
   }
+  pre.m_proxy_parent.reset();
 
   // Messages are checked against the order init sends them in: a forged or garbled
   // message cannot turn a run into a setup error or a second start.

@@ -7,10 +7,17 @@
 #include <linux/filter.h>
 #include <sys/types.h>
 
+#include <condition_variable>
 #include <functional>
+#include <memory>
+#include <mutex>
 #include <span>
 #include <string>
+#include <thread>
 #include <vector>
+
+#include "exec/arena.hpp"
+#include "util/fd.hpp"
 
 #include "exec/landlock.hpp"
 #include "overlay/plan.hpp"
@@ -48,9 +55,51 @@ struct SandboxResult {
   std::vector<std::string> notes;  // for --debug
 };
 
+// The sandbox's process, cloned before its spec is known. Creating the namespaces (the
+// network namespace above all) is the largest single cost of a start, and it depends on
+// nothing but whether the run gets its own network: a helper thread clones and writes
+// the uid/gid maps while the caller parses and plans, and the child waits for its spec.
+// The helper thread stays until this object goes: the child's PR_SET_PDEATHSIG follows
+// the thread that cloned it.
+class Prestart {
+ public:
+  // Never fails here: a failure (no user namespaces, say) is reported when the sandbox
+  // is run.
+  static std::unique_ptr<Prestart> launch(bool new_net);
+  ~Prestart();
+  Prestart(const Prestart&) = delete;
+  Prestart& operator=(const Prestart&) = delete;
+
+  bool new_net() const { return m_new_net; }
+
+ private:
+  friend SandboxResult run_sandbox(const SandboxSpec&, const std::function<void(long)>&,
+                                   const std::function<void(int)>&, std::unique_ptr<Prestart>);
+  Prestart() = default;
+  void helper();
+  // Waits for the helper's clone() and maps: the child's pid, or -1 with `error` set.
+  long wait_ready(std::string& error);
+
+  bool m_new_net = true;
+  bool m_adopted = false;
+  sigset_t m_child_mask{};
+  SharedArena m_arena;
+  UniqueFd m_sync_r, m_sync_w, m_report_r, m_report_w, m_proxy_parent, m_proxy_child;
+  UniqueFd m_hold_r, m_hold_w;  // the helper waits on this until the destructor
+  std::string m_setup_error;    // before the helper ran (pipes, mapping, thread)
+  std::thread m_thread;
+  std::mutex m_mutex;
+  std::condition_variable m_cv;
+  bool m_ready = false;
+  long m_pid = -1;
+  std::string m_error;
+};
+
 // Runs the command; `on_started` gets the command's host pid once it is about to exec,
 // `on_proxy_listener` (filtered mode) the listening socket, before the command starts.
+// `prestarted`, if given and made for the same network mode, is used; else one is launched.
 SandboxResult run_sandbox(const SandboxSpec& spec, const std::function<void(long)>& on_started,
-                          const std::function<void(int)>& on_proxy_listener = {});
+                          const std::function<void(int)>& on_proxy_listener = {},
+                          std::unique_ptr<Prestart> prestarted = nullptr);
 
 }  // namespace zb::exec

@@ -39,8 +39,8 @@ int make_read_only(const char* dst, bool recursive) {
   return ::mount(nullptr, dst, nullptr, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, nullptr);
 }
 
-int run_op(const Op& op) {
-  const char* dst = op.dst.c_str();
+int run_op(const FlatOp& op) {
+  const char* dst = op.dst;
   switch (op.kind) {
     case OpKind::Mkdir:
       if (::mkdir(dst, op.mode) != 0 && errno != EEXIST) return -1;
@@ -52,18 +52,18 @@ int run_op(const Op& op) {
       return 0;
     }
     case OpKind::Symlink:
-      if (::symlink(op.src.c_str(), dst) != 0 && errno != EEXIST) return -1;
+      if (::symlink(op.src, dst) != 0 && errno != EEXIST) return -1;
       return 0;
     case OpKind::Tmpfs:
-      return ::mount("tmpfs", dst, "tmpfs", op.flags, op.data.c_str());
+      return ::mount("tmpfs", dst, "tmpfs", op.flags, op.data);
     case OpKind::Overlay:
-      return ::mount("overlay", dst, "overlay", op.flags, op.data.c_str());
+      return ::mount("overlay", dst, "overlay", op.flags, op.data);
     case OpKind::Bind:
-      return ::mount(op.src.c_str(), dst, nullptr, MS_BIND | (op.recursive ? MS_REC : 0), nullptr);
+      return ::mount(op.src, dst, nullptr, MS_BIND | (op.recursive ? MS_REC : 0), nullptr);
     case OpKind::Proc:
       return ::mount("proc", dst, "proc", op.flags, nullptr);
     case OpKind::Devpts:
-      return ::mount("devpts", dst, "devpts", op.flags, op.data.c_str());
+      return ::mount("devpts", dst, "devpts", op.flags, op.data);
     case OpKind::ReadOnly:
       return make_read_only(dst, op.recursive);
   }
@@ -80,7 +80,7 @@ bool failed(MountFailure& f, MountStep step, int32_t index = -1) {
 
 }  // namespace
 
-bool execute_plan(const Plan& plan, const char* staging, const char* cwd, MountFailure& f, MountReport& report) {
+bool execute_plan(const FlatPlan& plan, const char* staging, const char* cwd, MountFailure& f, MountReport& report) {
   // Nothing we mount may propagate back to the host.
   if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) return failed(f, MountStep::MakePrivate);
   if (::mount("tmpfs", staging, "tmpfs", MS_NOSUID | MS_NODEV, "mode=755") != 0) return failed(f, MountStep::Staging);
@@ -88,18 +88,19 @@ bool execute_plan(const Plan& plan, const char* staging, const char* cwd, MountF
   for (const char* d : {"oldroot", "newroot", ".zb", ".zb/empty", ".zb/scratch", ".zb/scratch/tmp", ".zb/scratch/vartmp"}) {
     if (::mkdir(d, 0755) != 0) return failed(f, MountStep::Staging);
   }
-  for (const auto& d : plan.scratch_dirs) {
-    if (::mkdir(d.c_str() + 1, 0755) != 0) return failed(f, MountStep::Staging);  // relative to staging
+  for (std::size_t i = 0; i < plan.n_scratch_dirs; ++i) {
+    if (::mkdir(plan.scratch_dirs[i] + 1, 0755) != 0) return failed(f, MountStep::Staging);  // relative to staging
   }
   int fd = ::open(".zb/denied", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0);
   if (fd < 0) return failed(f, MountStep::Staging);
   ::close(fd);
-  for (const auto& [name, content] : plan.files) {
-    fd = ::open(name.c_str() + 1, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0444);  // relative to staging
+  for (std::size_t i = 0; i < plan.n_files; ++i) {
+    const FlatFile& file = plan.files[i];
+    fd = ::open(file.path + 1, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0444);  // relative to staging
     if (fd < 0) return failed(f, MountStep::Staging);
     std::size_t done = 0;
-    while (done < content.size()) {
-      ssize_t n = ::write(fd, content.data() + done, content.size() - done);
+    while (done < file.size) {
+      ssize_t n = ::write(fd, file.data + done, file.size - done);
       if (n <= 0) {
         if (n < 0 && errno == EINTR) continue;
         ::close(fd);
@@ -113,8 +114,8 @@ bool execute_plan(const Plan& plan, const char* staging, const char* cwd, MountF
   if (::syscall(SYS_pivot_root, ".", "oldroot") != 0) return failed(f, MountStep::PivotStaging);
   if (::chdir("/") != 0) return failed(f, MountStep::PivotStaging);
 
-  for (size_t i = 0; i < plan.ops.size(); ++i) {
-    const Op& op = plan.ops[i];
+  for (std::size_t i = 0; i < plan.n_ops; ++i) {
+    const FlatOp& op = plan.ops[i];
     if (run_op(op) == 0) continue;
     // "Optional" covers only a path this kernel or host does not have; any other
     // failure of a protective mount is fatal (fail closed).

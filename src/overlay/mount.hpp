@@ -1,7 +1,8 @@
 // Executes a mount Plan inside the child's new mount namespace. Runs after clone(): it
-// allocates nothing and throws nothing; on failure it fills a ChildFailure and returns.
+// allocates nothing and throws nothing; on failure it fills a MountFailure and returns.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "overlay/plan.hpp"
@@ -36,9 +37,36 @@ struct MountReport {
   int host_pts_fd = -1;
 };
 
+// A Plan as the child reads it: the child is cloned before its plan exists, so the
+// supervisor copies the plan into memory the two share (exec/sandbox.cpp), as plain
+// structs and C strings, in the same order (op indexes match Plan::ops).
+struct FlatOp {
+  OpKind kind;
+  bool recursive;
+  bool optional;
+  unsigned mode;
+  unsigned long flags;
+  const char* src;
+  const char* dst;
+  const char* data;
+};
+struct FlatFile {
+  const char* path;
+  const char* data;
+  std::size_t size;
+};
+struct FlatPlan {
+  const FlatOp* ops;
+  std::size_t n_ops;
+  const FlatFile* files;
+  std::size_t n_files;
+  const char* const* scratch_dirs;
+  std::size_t n_scratch_dirs;
+};
+
 // `staging` is an existing host directory to mount the staging tmpfs on; `cwd` is the
 // working directory to enter in the new root.
-bool execute_plan(const Plan& plan, const char* staging, const char* cwd, MountFailure& failure,
+bool execute_plan(const FlatPlan& plan, const char* staging, const char* cwd, MountFailure& failure,
                   MountReport& report);
 
 // "mount overlay on /usr" style text for a failure, with the errno explained where the

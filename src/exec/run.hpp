@@ -1,0 +1,18 @@
+// zerobox::run, given a sandbox process the CLI started cloning while it parsed the
+// command line (exec/sandbox.hpp, Prestart). nullptr, or one made for another network
+// mode, is the same as zerobox::run.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "exec/sandbox.hpp"
+#include "zerobox/zerobox.hpp"
+
+namespace zerobox {
+
+int run_prestarted(Policy policy, const std::vector<std::string>& environ, RunOptions options,
+                   std::unique_ptr<zb::exec::Prestart> prestarted);
+
+}  // namespace zerobox
