@@ -87,7 +87,14 @@ class Builder {
       // An empty directory (/srv, /media, /boot on many machines) is shown as the empty
       // skeleton directory it already is: an overlay would cost a superblock to mount and
       // an RCU grace period to tear down, and show nothing more.
-      if (auto empty = path::is_empty_dir(host_path); !empty || !*empty) ro_overlay(host_path);
+      // More than two links means subdirectories (where the filesystem counts them):
+      // not empty, without reading it.
+      bool empty = false;
+      if (st.st_nlink <= 2) {
+        auto e = path::is_empty_dir(host_path);
+        empty = e && *e;
+      }
+      if (!empty) ro_overlay(host_path);
       return;
     }
     for (const auto& name : list_dir(host_path)) {

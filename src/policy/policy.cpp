@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -428,6 +429,8 @@ FsRules compute_fs(const Policy& p, const Caller& c) {
         matches.push_back(abs);
       }
       for (auto& m : matches) {
+        struct stat st {};
+        if (::stat(m.c_str(), &st) != 0 && errno == ENOENT) continue;  // most are absent: skip the walk
         auto canon = path::canonicalize(m);
         if (!canon || !canon->exists) continue;
         if (named(canon->path, p.allow_read) || named(canon->path, p.allow_write)) continue;

@@ -1,6 +1,9 @@
 #include "util/path.hpp"
 
 #include <dirent.h>
+#include <fcntl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <cstring>
 
@@ -120,16 +123,32 @@ std::vector<std::string> split_list(std::string_view s) {
 }
 
 Result<bool> is_empty_dir(const std::string& p) {
-  DIR* d = ::opendir(p.c_str());
-  if (d == nullptr) return fail("opendir " + p);
+  // getdents64 with a small buffer: readdir() asks for 32 KiB of entries, which for /etc
+  // or /usr/bin means reading the whole directory to learn it is not empty.
+  int fd = ::open(p.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return fail("open " + p);
+  alignas(8) char buf[512];
   bool empty = true;
-  while (dirent* e = ::readdir(d)) {
-    if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) {
-      empty = false;
-      break;
+  for (;;) {
+    long n = ::syscall(SYS_getdents64, fd, buf, sizeof buf);
+    if (n < 0) {
+      int err = errno;
+      ::close(fd);
+      errno = err;
+      return fail("getdents64 " + p);
     }
+    if (n == 0) break;
+    for (long off = 0; off < n && empty;) {
+      // struct linux_dirent64: d_ino (8), d_off (8), d_reclen (2), d_type (1), d_name.
+      unsigned short reclen;
+      std::memcpy(&reclen, buf + off + 16, sizeof reclen);
+      const char* name = buf + off + 19;
+      if (std::strcmp(name, ".") != 0 && std::strcmp(name, "..") != 0) empty = false;
+      off += reclen;
+    }
+    if (!empty) break;
   }
-  ::closedir(d);
+  ::close(fd);
   return empty;
 }
 
