@@ -39,6 +39,7 @@ enum ChildStep : int32_t {
   k_step_seccomp,
   k_step_fork,
   k_step_proxy,
+  k_step_netns,
 };
 
 struct InitArgs {

@@ -55,6 +55,19 @@ struct FlatSpec {
   // The helper blocks every signal; the child keeps the caller's mask plus the forwarded
   // signals, which stay blocked until init has a command to pass them to.
   ::sigprocmask(SIG_SETMASK, &mask, nullptr);
+  // The network namespace is made here rather than by clone(): it is the slowest part of
+  // creating the namespaces, and this way it overlaps with the helper writing the uid/gid
+  // maps (the child holds every capability in its user namespace, mapped or not).
+  if (new_net) {
+    if (::unshare(CLONE_NEWNET) != 0) {
+      send_msg(report_fd, k_msg_setup_failed, k_step_netns, -1, errno, 0);
+      ::_exit(1);
+    }
+    if (bring_up_loopback() != 0) {
+      send_msg(report_fd, k_msg_setup_failed, k_step_loopback, -1, errno, 0);
+      ::_exit(1);
+    }
+  }
   // Wait for the uid/gid maps and the spec. EOF means the supervisor is gone or gave up.
   char go = 0;
   ssize_t n;
@@ -70,10 +83,6 @@ struct FlatSpec {
   ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
   scrub::wipe();
 
-  if (new_net && bring_up_loopback() != 0) {
-    send_msg(report_fd, k_msg_setup_failed, k_step_loopback, -1, errno, 0);
-    ::_exit(1);
-  }
   if (proxy_fd >= 0) {
     if (s.proxy_port != 0 && send_proxy_listener(proxy_fd, s.proxy_port) != 0) {
       send_msg(report_fd, k_msg_setup_failed, k_step_proxy, -1, errno, 0);
@@ -186,6 +195,7 @@ Result<void> write_id_maps(pid_t pid) {
 std::string step_text(const SandboxSpec& s, const ChildMsg& m) {
   std::string why = std::strerror(m.err);
   switch (m.step) {
+    case k_step_netns: return "create the network namespace: " + why;
     case k_step_loopback: return "bring up loopback in the new network namespace: " + why;
     case k_step_mount: {
       overlay::MountFailure f{static_cast<overlay::MountStep>(m.value), m.index, m.err};
@@ -251,15 +261,18 @@ std::unique_ptr<Prestart> Prestart::launch(bool new_net) {
     p->m_proxy_child.reset(sp[1]);
   }
   if (!p->m_arena.map()) return fail("map memory shared with the sandbox");
+  // The helper owns the read end of the hold pipe: it may outlive this object.
+  int hold_r = p->m_hold_r.release();
   try {
-    p->m_thread = std::thread([q = p.get()] { q->helper(); });
+    p->m_thread = std::thread([q = p.get(), hold_r] { q->helper(hold_r); });
   } catch (const std::system_error& e) {
+    ::close(hold_r);
     p->m_setup_error = std::string("start a thread: ") + e.what();
   }
   return p;
 }
 
-void Prestart::helper() {
+void Prestart::helper(int hold_fd) {
   sigset_t all;
   sigfillset(&all);
   ::pthread_sigmask(SIG_SETMASK, &all, nullptr);
@@ -268,7 +281,6 @@ void Prestart::helper() {
   bool new_net = m_new_net;
   const sigset_t& mask = m_child_mask;
   unsigned long flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP;
-  if (new_net) flags |= CLONE_NEWNET;
 
   long pid = ::syscall(SYS_clone, flags | SIGCHLD, nullptr, nullptr, nullptr, nullptr);
   if (pid == 0) {
@@ -295,16 +307,20 @@ void Prestart::helper() {
     error = "write uid/gid maps: " + maps.error().message();
   }
   {
+    // Notified under the lock: once it is released, the object may be gone, and nothing
+    // below touches it.
     std::lock_guard<std::mutex> lock(m_mutex);
     m_pid = pid;
     m_error = std::move(error);
     m_ready = true;
+    m_cv.notify_all();
   }
-  m_cv.notify_all();
-  // Stay until the destructor: the child's PR_SET_PDEATHSIG follows this thread.
+  // Stay until the destructor closes the other end: the child's PR_SET_PDEATHSIG
+  // follows this thread.
   char c;
-  while (::read(m_hold_r.get(), &c, 1) < 0 && errno == EINTR) {
+  while (::read(hold_fd, &c, 1) < 0 && errno == EINTR) {
   }
+  ::close(hold_fd);
 }
 
 long Prestart::wait_ready(std::string& error) {
@@ -337,8 +353,10 @@ Prestart::~Prestart() {
     while (::waitpid(static_cast<pid_t>(pid), nullptr, 0) < 0 && errno == EINTR) {
     }
   }
+  // The helper returns on its own; waiting for it would only add a wake-up to every
+  // exit. Whatever of the sandbox is still exiting gets its SIGKILL then.
   m_hold_w.reset();
-  m_thread.join();
+  m_thread.detach();
 }
 
 SandboxResult run_sandbox(const SandboxSpec& spec, const std::function<void(long)>& on_started,

@@ -58,9 +58,10 @@ struct SandboxResult {
 // The sandbox's process, cloned before its spec is known. Creating the namespaces (the
 // network namespace above all) is the largest single cost of a start, and it depends on
 // nothing but whether the run gets its own network: a helper thread clones and writes
-// the uid/gid maps while the caller parses and plans, and the child waits for its spec.
-// The helper thread stays until this object goes: the child's PR_SET_PDEATHSIG follows
-// the thread that cloned it.
+// the uid/gid maps, and the child makes its network namespace, while the caller parses
+// and plans; then the child waits for its spec.
+// The helper thread stays until this object goes (then it is detached and returns on
+// its own): the child's PR_SET_PDEATHSIG follows the thread that cloned it.
 class Prestart {
  public:
   // Never fails here: a failure (no user namespaces, say) is reported when the sandbox
@@ -76,7 +77,7 @@ class Prestart {
   friend SandboxResult run_sandbox(const SandboxSpec&, const std::function<void(long)>&,
                                    const std::function<void(int)>&, std::unique_ptr<Prestart>);
   Prestart() = default;
-  void helper();
+  void helper(int hold_fd);
   // Waits for the helper's clone() and maps: the child's pid, or -1 with `error` set.
   long wait_ready(std::string& error);
 
@@ -85,7 +86,7 @@ class Prestart {
   sigset_t m_child_mask{};
   SharedArena m_arena;
   UniqueFd m_sync_r, m_sync_w, m_report_r, m_report_w, m_proxy_parent, m_proxy_child;
-  UniqueFd m_hold_r, m_hold_w;  // the helper waits on this until the destructor
+  UniqueFd m_hold_r, m_hold_w;  // the helper waits on the read end (its own) until the destructor
   std::string m_setup_error;    // before the helper ran (pipes, mapping, thread)
   std::thread m_thread;
   std::mutex m_mutex;

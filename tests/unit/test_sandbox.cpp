@@ -1,0 +1,106 @@
+// Tests for the sandbox started ahead of its spec (exec::Prestart in src/exec/sandbox.cpp)
+// and the CLI's guess of its network mode (cli::guess_new_net). The runs are real
+// sandboxes; they are skipped where user namespaces are unavailable.
+#include <doctest/doctest.h>
+#include <sched.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "cli/cli.hpp"
+#include "exec/run.hpp"
+#include "exec/sandbox.hpp"
+
+using namespace zb;
+
+namespace {
+
+std::vector<std::string> words(std::initializer_list<const char*> l) { return {l.begin(), l.end()}; }
+
+bool userns_available() {
+  pid_t pid = ::fork();
+  if (pid == 0) ::_exit(::unshare(CLONE_NEWUSER | CLONE_NEWNS) == 0 ? 0 : 1);
+  int st = 0;
+  ::waitpid(pid, &st, 0);
+  return WIFEXITED(st) && WEXITSTATUS(st) == 0;
+}
+
+int host_interfaces() {
+  std::ifstream in("/proc/net/dev");
+  std::string line;
+  int n = 0;
+  while (std::getline(in, line)) ++n;
+  return n - 2;  // two header lines
+}
+
+// Runs `sh -c SCRIPT` under the CLI's parse of FLAGS, with a sandbox prestarted for
+// `prestart_net` (its guess, right or wrong); returns the exit status.
+int run_with(std::vector<std::string> flags, const std::string& script, bool prestart_net) {
+  std::vector<std::string> env = {"PATH=/usr/bin:/bin"};
+  flags.insert(flags.end(), {"--quiet", "--", "/bin/sh", "-c", script});
+  auto parsed = cli::parse_args(flags, env);
+  return zerobox::run_prestarted(std::move(parsed.policy), env, {}, exec::Prestart::launch(prestart_net));
+}
+
+bool no_children_left() {
+  errno = 0;
+  return ::waitpid(-1, nullptr, WNOHANG) < 0 && errno == ECHILD;
+}
+
+}  // namespace
+
+TEST_CASE("guess_new_net reads only plain words before the command") {
+  using cli::guess_new_net;
+  CHECK(guess_new_net(words({"--", "true"})) == std::optional<bool>(true));
+  CHECK(guess_new_net(words({"true"})) == std::optional<bool>(true));
+  CHECK(guess_new_net(words({"--allow-write=/tmp", "-C", "/", "--", "ls"})) == std::optional<bool>(true));
+  CHECK(guess_new_net(words({"--allow-net", "--", "curl"})) == std::optional<bool>(false));
+  CHECK(guess_new_net(words({"-A", "make"})) == std::optional<bool>(false));
+  CHECK(guess_new_net(words({"--allow-all", "--", "make"})) == std::optional<bool>(false));
+  // Filtered: its own namespace, even with a bare --allow-net beside it.
+  CHECK(guess_new_net(words({"--allow-net=example.com", "--", "curl"})) == std::optional<bool>(true));
+  CHECK(guess_new_net(words({"--allow-net", "--deny-net=x.com", "--", "curl"})) == std::optional<bool>(true));
+  CHECK(guess_new_net(words({"--allow-net", "--secret", "K=V", "--", "curl"})) == std::optional<bool>(true));
+  // A value that looks like a flag is a value.
+  CHECK(guess_new_net(words({"-C", "--allow-net", "--", "true"})) == std::optional<bool>(true));
+  CHECK(guess_new_net(words({"--env", "X=--allow-net", "true"})) == std::optional<bool>(true));
+  // No sandbox, or nothing to go on.
+  CHECK_FALSE(guess_new_net(words({})).has_value());
+  CHECK_FALSE(guess_new_net(words({"--"})).has_value());
+  CHECK_FALSE(guess_new_net(words({"--allow-write"})).has_value());
+  CHECK_FALSE(guess_new_net(words({"--help"})).has_value());
+  CHECK_FALSE(guess_new_net(words({"-V"})).has_value());
+  CHECK_FALSE(guess_new_net(words({"--no-sandbox", "--", "true"})).has_value());
+  CHECK_FALSE(guess_new_net(words({"--profile", "dev", "--", "true"})).has_value());
+  CHECK_FALSE(guess_new_net(words({"--profile=dev", "--", "true"})).has_value());
+  CHECK_FALSE(guess_new_net(words({"-qA", "--", "true"})).has_value());
+}
+
+TEST_CASE("a prestarted sandbox that is never used is killed and reaped" * doctest::skip(!userns_available())) {
+  REQUIRE(no_children_left());
+  for (bool net : {true, false}) {
+    auto p = exec::Prestart::launch(net);
+    p.reset();
+    CHECK(no_children_left());
+  }
+}
+
+TEST_CASE("a sandbox prestarted for the other network mode is replaced" * doctest::skip(!userns_available())) {
+  REQUIRE(no_children_left());
+  int host = host_interfaces();
+  REQUIRE(host >= 1);
+  std::string only_lo = "test \"$(grep -c : /proc/net/dev)\" -eq 1 && grep -q ' lo:' /proc/net/dev";
+  std::string hosts = "test \"$(grep -c : /proc/net/dev)\" -eq " + std::to_string(host);
+  // The right guess and the wrong one give the same sandbox.
+  CHECK(run_with({}, only_lo, true) == 0);
+  CHECK(run_with({}, only_lo, false) == 0);
+  CHECK(run_with({"--allow-net"}, hosts, false) == 0);
+  CHECK(run_with({"--allow-net"}, hosts, true) == 0);
+  // The command's status comes through, and nothing is left behind.
+  CHECK(run_with({}, "exit 7", false) == 7);
+  CHECK(no_children_left());
+}
