@@ -12,8 +12,8 @@ build=(build-essential cmake ninja-build pkg-config
 # Tests: setpriv/script (util-linux, bsdutils), a pty, python3 for probe servers, iproute2.
 # libFuzzer needs clang 17+ (clang 14 cannot compile std::expected from libstdc++ 12).
 test=(util-linux bsdutils python3 curl iproute2 procps psmisc git openssl clang-19 libclang-rt-19-dev dpkg-dev file man-db groff-base zsh fish)
-# Benchmarks: the peers and the measuring tools.
-bench=(bubblewrap hyperfine time strace socat ripgrep)
+# Benchmarks: the peers and the measuring tools (srt and codex come from npm: docs/performance.md).
+bench=(bubblewrap firejail hyperfine time strace socat ripgrep)
 
 want=("${build[@]}" "${test[@]}" "${bench[@]}")
 missing=()

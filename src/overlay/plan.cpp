@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <set>
 
@@ -107,15 +108,26 @@ class Builder {
     }
   }
 
-  // A read-only view of a directory that may have mounts below it, used for
-  // --deny-write paths: an overlay when possible, else a recursive read-only bind.
+  // A read-only view of a directory that may have mounts below it, over a writable
+  // bind (--deny-write paths, protected names, socket directories): an overlay when
+  // possible. A directory with mounts below cannot be an overlay's lower layer (they are
+  // locked), and a bind would keep the host's sockets in it connectable: it becomes a
+  // read-only tmpfs skeleton walked like the root, whose sockets are not shown at all.
   void ro_view(const std::string& host_path) {
-    auto kind = path::kind_of(host_path);
-    if (kind == path::Kind::Directory) {
+    struct stat st {};
+    if (::stat(host_path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
       if (m_mounts.has_mounts_below(host_path)) {
-        op({.kind = OpKind::Bind, .src = in_old(host_path), .dst = in_new(host_path), .recursive = true});
-        op({.kind = OpKind::ReadOnly, .dst = in_new(host_path), .recursive = true});
-        note("read-only bind (not an overlay) for " + log::quote(host_path) + ": it has mounts below it");
+        char mode[16];
+        std::snprintf(mode, sizeof mode, "mode=%o", st.st_mode & 07777);
+        op({.kind = OpKind::Tmpfs, .src = "tmpfs", .dst = in_new(host_path), .data = mode, .flags = MS_NOSUID | MS_NODEV});
+        // Paths below were shown by the view this tmpfs covers: make them again in it.
+        std::string below = host_path == "/" ? "/" : host_path + "/";
+        for (auto it = m_made.lower_bound(below); it != m_made.end() && it->compare(0, below.size(), below) == 0;) {
+          it = m_made.erase(it);
+        }
+        for (const auto& name : list_dir(host_path)) ro_tree(path::join(host_path, name), {});
+        op({.kind = OpKind::ReadOnly, .dst = in_new(host_path)});
+        note("read-only skeleton (not an overlay) for " + log::quote(host_path) + ": it has mounts below it");
       } else {
         ro_overlay(host_path);
       }

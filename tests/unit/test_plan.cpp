@@ -1,8 +1,12 @@
 // Tests for src/overlay/plan.cpp: the mount plan is plain data, checked without privileges.
 #include <doctest/doctest.h>
 #include <sys/mount.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
 
 #include "overlay/plan.hpp"
 #include "testutil.hpp"
@@ -70,6 +74,39 @@ TEST_CASE("a directory with mounts below it becomes a skeleton walked one level 
   // An empty directory is shown as the empty skeleton directory, without an overlay.
   CHECK(find(plan, OpKind::Mkdir, "/newroot" + (t / "a/empty")) >= 0);
   CHECK(find(plan, OpKind::Overlay, "/newroot" + (t / "a/empty")) < 0);
+}
+
+TEST_CASE("a read-only view of a directory with mounts below is a sealed skeleton that leaves its sockets out") {
+  test::TempDir t;
+  test::mkdirs(t / "w/ro/sub");
+  test::write_file(t / "w/ro/sub/inside", "x");
+  test::write_file(t / "w/ro/file", "x");
+  int s = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  REQUIRE(s >= 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::string sock = t / "w/ro/agent.sock";
+  REQUIRE(sock.size() < sizeof addr.sun_path);
+  std::memcpy(addr.sun_path, sock.c_str(), sock.size() + 1);
+  REQUIRE(::bind(s, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+  overlay::MountTable m = host_like();
+  m.targets.insert(t / "w/ro/sub");  // say, a netns handle or a tmpfs mounted there
+  policy::FsRules fs;
+  fs.writable = {t / "w"};
+  fs.read_only = {t / "w/ro"};
+  auto plan = overlay::build_plan(fs, m, "/", {});
+  std::string ro = "/newroot" + (t / "w/ro");
+  long skel = find(plan, OpKind::Tmpfs, ro);
+  REQUIRE(skel >= 0);
+  // Not a bind of the host directory, where the socket would stay connectable.
+  for (const auto& op : plan.ops) CHECK_FALSE((op.kind == OpKind::Bind && op.dst == ro));
+  CHECK(find(plan, OpKind::Overlay, ro + "/sub") > skel);
+  CHECK(find(plan, OpKind::Bind, ro + "/file") > skel);
+  CHECK(find(plan, OpKind::File, ro + "/agent.sock") < 0);
+  CHECK(find(plan, OpKind::Bind, ro + "/agent.sock") < 0);
+  long sealed = find(plan, OpKind::ReadOnly, ro);
+  CHECK(sealed > find(plan, OpKind::Bind, ro + "/file"));
+  ::close(s);
 }
 
 TEST_CASE("writable binds come before the read-only views and masks inside them") {
