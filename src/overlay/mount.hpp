@@ -55,9 +55,16 @@ struct FlatFile {
   const char* data;
   std::size_t size;
 };
+// One per op, zeroed, in the shared memory too: where the helper that prepares overlay
+// superblocks ahead of the ops (mount.cpp) leaves each one's detached mount.
+struct OverlaySlot {
+  int32_t state;  // 0 pending, 1 ready (fd holds the mount), 2 failed (the op runs mount(2) itself)
+  int32_t fd;
+};
 struct FlatPlan {
   const FlatOp* ops;
   std::size_t n_ops;
+  OverlaySlot* slots;  // n_ops of them, or nullptr: no helper
   const FlatFile* files;
   std::size_t n_files;
   const char* const* scratch_dirs;
