@@ -142,11 +142,11 @@ struct LiveBlocker::Impl {
     int moves = 0;
   };
   std::vector<Watched> watched;
+  // Held by the thread while it looks: once stop() has it, nothing moves any more.
   std::mutex mu;
   std::condition_variable cv;
   bool stopping = false;
   std::vector<std::string> lines;
-  std::thread thread;
 
   // The first component of p that does not exist (p itself when only it is missing).
   static std::string first_missing(const std::string& p) {
@@ -169,7 +169,6 @@ struct LiveBlocker::Impl {
         auto out = move_created_aside({w.path});
         ++w.moves;
         w.gate = first_missing(w.path);
-        std::lock_guard lock(mu);
         lines.insert(lines.end(), out.begin(), out.end());
         break;
       }
@@ -178,36 +177,32 @@ struct LiveBlocker::Impl {
 
   void run() {
     std::unique_lock lock(mu);
+    for (auto& w : watched) w.gate = first_missing(w.path);
     while (!stopping) {
       cv.wait_for(lock, std::chrono::milliseconds(10));
       if (stopping) break;
-      lock.unlock();
       tick();
-      lock.lock();
     }
   }
 };
 
-LiveBlocker::LiveBlocker(std::vector<std::string> absent_at_start) : m_impl(std::make_unique<Impl>()) {
-  for (auto& a : absent_at_start) m_impl->watched.push_back({a, Impl::first_missing(a), 0});
-  if (m_impl->watched.empty()) return;
-  Impl& im = *m_impl;
-  im.thread = std::thread([&im] { im.run(); });
+LiveBlocker::LiveBlocker(std::vector<std::string> absent_at_start) : m_impl(std::make_shared<Impl>()) {
+  for (auto& a : absent_at_start) m_impl->watched.push_back({a, a, 0});
 }
 
 LiveBlocker::~LiveBlocker() { stop(); }
 
+void LiveBlocker::start() {
+  if (m_started || m_impl->watched.empty()) return;
+  m_started = true;
+  // The thread holds the state too: stop() does not wait for it to wake up and return.
+  std::thread([impl = m_impl] { impl->run(); }).detach();
+}
+
 std::vector<std::string> LiveBlocker::stop() {
-  if (!m_impl) return {};
-  if (m_impl->thread.joinable()) {
-    {
-      std::lock_guard lock(m_impl->mu);
-      m_impl->stopping = true;
-    }
-    m_impl->cv.notify_all();
-    m_impl->thread.join();
-  }
   std::lock_guard lock(m_impl->mu);
+  m_impl->stopping = true;
+  m_impl->cv.notify_all();
   return std::exchange(m_impl->lines, {});
 }
 

@@ -32,12 +32,18 @@ class LiveBlocker {
   LiveBlocker(const LiveBlocker&) = delete;
   LiveBlocker& operator=(const LiveBlocker&) = delete;
 
-  // Stops watching; the lines for the user (as move_created_aside's).
+  // Starts watching, on a thread of its own: once the command is about to run (nothing
+  // can create a path before), so the thread's start is off the sandbox's start-up.
+  void start();
+  // Stops watching; the lines for the user (as move_created_aside's). Does not wait for
+  // the thread to wake up: once this returns it moves nothing more, and it returns on
+  // its own.
   std::vector<std::string> stop();
 
  private:
   struct Impl;
-  std::unique_ptr<Impl> m_impl;
+  std::shared_ptr<Impl> m_impl;
+  bool m_started = false;
 };
 
 }  // namespace zb::exec

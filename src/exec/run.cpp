@@ -443,7 +443,11 @@ int run_prestarted(Policy p, const std::vector<std::string>& environ, RunOptions
     proxy->start();
   };
   zb::exec::LiveBlocker live_blocker(fs.absent_protected);
-  auto res = zb::exec::run_sandbox(spec, [&](long pid) { status.child_started(pid); },
+  auto res = zb::exec::run_sandbox(spec,
+                                   [&](long pid) {
+                                     status.child_started(pid);
+                                     live_blocker.start();
+                                   },
                                    net_policy ? std::function<void(int)>(on_listener) : std::function<void(int)>(),
                                    std::move(prestarted));
   if (proxy) {
