@@ -340,7 +340,6 @@ long Prestart::wait_ready(std::string& error) {
 
 Prestart::~Prestart() {
   if (!m_thread.joinable()) return;
-  std::string error;
   long pid;
   {
     std::unique_lock<std::mutex> lock(m_mutex);
