@@ -321,6 +321,7 @@ int run(Policy p, const std::vector<std::string>& environ, RunOptions options) {
 
 int run_prestarted(Policy p, const std::vector<std::string>& environ, RunOptions options,
                    std::unique_ptr<zb::exec::Prestart> prestarted) {
+  zb::exec::guard_std_fds();
   log::set_quiet(p.quiet);
   log::set_debug(p.debug);
   StatusFd status(p.status_fd);

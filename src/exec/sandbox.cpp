@@ -235,6 +235,14 @@ std::string clone_error(int err) {
 
 }  // namespace
 
+void guard_std_fds() {
+  for (int fd = 0; fd <= 2; ++fd) {
+    if (::fcntl(fd, F_GETFD) != -1 || errno != EBADF) continue;
+    int got = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+    if (got >= 0 && got != fd) ::close(got);  // not the lowest free fd: leave it
+  }
+}
+
 std::unique_ptr<Prestart> Prestart::launch(bool new_net) {
   std::unique_ptr<Prestart> p(new Prestart);
   p->m_new_net = new_net;

@@ -104,4 +104,25 @@ expect_eq "$ERR" "" "no debug output from flags after the command"
 zb echo --allow-write; expect_out "--allow-write" "without --, flags after the command are its arguments"
 zb --allow-write echo hi; expect_out hi "bare --allow-write does not swallow the command"
 zb -- -V; expect_rc 127 "'zerobox -- -V' runs a program named -V"
+
+# Closed stdio: zerobox's own pipes must not take fds 0-2 (the command would get them as
+# its stdio, or init's report pipe as its stderr), and the command finds them closed.
+FDS=$WORK/fds
+fd_probe='s=""; for fd in 0 1 2; do if [ -e /proc/$$/fd/$fd ]; then s="$s$fd:open "; else s="$s$fd:closed "; fi; done; echo "$s" > '"$FDS"
+for closed in 0 1 2; do
+  rm -f "$FDS"
+  case $closed in
+    0) "$ZEROBOX" --allow-write="$WORK" -- sh -c "$fd_probe" 0<&- >/dev/null 2>&1 ;;
+    1) "$ZEROBOX" --allow-write="$WORK" -- sh -c "$fd_probe" 1>&- 2>/dev/null </dev/null ;;
+    2) "$ZEROBOX" --allow-write="$WORK" -- sh -c "$fd_probe" 2>&- >/dev/null </dev/null ;;
+  esac
+  expect_eq "$?" 0 "fd $closed closed: the command runs"
+  want=""
+  for fd in 0 1 2; do
+    if [ $fd = $closed ]; then want="$want$fd:closed "; else want="$want$fd:open "; fi
+  done
+  expect_eq "$(cat "$FDS" 2>/dev/null)" "$want" "fd $closed closed: the command finds it closed, the others open"
+done
+"$ZEROBOX" -- sh -c 'exit 3' 0<&- 1>&- 2>&-
+expect_eq "$?" 3 "all stdio closed: the command's status comes through"
 finish
