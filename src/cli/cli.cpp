@@ -5,6 +5,8 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <climits>
+#include <cstdlib>
 #include <memory>
 #include <set>
 
@@ -140,6 +142,16 @@ std::optional<bool> guess_new_net(const std::vector<std::string>& args) {
     if (a == "--no-sandbox" || a == "-h" || a == "--help" || a == "-V" || a == "--version" ||
         a.rfind("--profile", 0) == 0 || (a[1] != '-' && a.size() > 2)) {
       return std::nullopt;
+    }
+    // The prestart's pipes take the lowest free fds: a --status-fd naming one that is not
+    // open yet would find one of them instead of being refused.
+    if (a == "--status-fd" || a.rfind("--status-fd=", 0) == 0) {
+      std::string n = a == "--status-fd" ? (i + 1 < args.size() ? args[i + 1] : "") : a.substr(12);
+      char* end = nullptr;
+      long fd = std::strtol(n.c_str(), &end, 10);
+      if (n.empty() || *end != '\0' || fd < 0 || fd > INT_MAX || ::fcntl(static_cast<int>(fd), F_GETFD) < 0) {
+        return std::nullopt;
+      }
     }
     if (a == "--allow-net" || a == "-A" || a == "--allow-all") host = true;
     for (const char* f : {"--allow-net=", "--deny-net", "--secret"}) {

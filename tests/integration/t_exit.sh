@@ -30,6 +30,13 @@ zb --status-fd=1 -- true;         expect_usage_error "--status-fd=1"
 zb --status-fd=2 -- true;         expect_usage_error "--status-fd=2"
 zb --status-fd=-1 -- true;        expect_usage_error "--status-fd=-1"
 zb --status-fd=57 -- true;        expect_usage_error "--status-fd not open"
+# Low numbers too: zerobox's own pipes, made while it parses, must not stand in for them.
+for n in 3 4 5 6 7 8 9 10 11 12; do
+  run bash -c 'exec '"$n"'>&-; exec "$0" --status-fd='"$n"' -- true' "$ZEROBOX"
+  expect_usage_error "--status-fd=$n not open"
+  run bash -c 'exec '"$n"'>&-; exec "$0" --status-fd '"$n"' -- true' "$ZEROBOX"
+  expect_usage_error "--status-fd $n not open"
+done
 run "$ZEROBOX" --status-fd=3 -- true 3</dev/null; expect_usage_error "--status-fd open read-only"
 zb --snapshot --restore -- true;  expect_usage_error "--snapshot with --restore"
 

@@ -78,6 +78,11 @@ TEST_CASE("guess_new_net reads only plain words before the command") {
   CHECK_FALSE(guess_new_net(words({"--profile", "dev", "--", "true"})).has_value());
   CHECK_FALSE(guess_new_net(words({"--profile=dev", "--", "true"})).has_value());
   CHECK_FALSE(guess_new_net(words({"-qA", "--", "true"})).has_value());
+  // A --status-fd that is not open: the prestart's pipes could take its number.
+  CHECK_FALSE(guess_new_net(words({"--status-fd=987", "--", "true"})).has_value());
+  CHECK_FALSE(guess_new_net(words({"--status-fd", "987", "--", "true"})).has_value());
+  CHECK_FALSE(guess_new_net(words({"--status-fd=x", "--", "true"})).has_value());
+  CHECK(guess_new_net(words({"--status-fd=2", "--", "true"})) == std::optional<bool>(true));  // open; refused later
 }
 
 TEST_CASE("a prestarted sandbox that is never used is killed and reaped" * doctest::skip(!userns_available())) {
