@@ -143,8 +143,12 @@ std::optional<bool> guess_new_net(const std::vector<std::string>& args) {
         a.rfind("--profile", 0) == 0 || (a[1] != '-' && a.size() > 2)) {
       return std::nullopt;
     }
-    // The prestart's pipes take the lowest free fds: a --status-fd naming one that is not
-    // open yet would find one of them instead of being refused.
+    // The prestart's pipes take the lowest free fds: a --status-fd (or a /dev/fd/N path)
+    // naming one that is not open yet would find one of them instead of being refused.
+    if (a.find("/fd/") != std::string::npos ||
+        (k_takes_value.count(a) != 0 && i + 1 < args.size() && args[i + 1].find("/fd/") != std::string::npos)) {
+      return std::nullopt;
+    }
     if (a == "--status-fd" || a.rfind("--status-fd=", 0) == 0) {
       std::string n = a == "--status-fd" ? (i + 1 < args.size() ? args[i + 1] : "") : a.substr(12);
       char* end = nullptr;

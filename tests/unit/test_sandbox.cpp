@@ -83,6 +83,8 @@ TEST_CASE("guess_new_net reads only plain words before the command") {
   CHECK_FALSE(guess_new_net(words({"--status-fd", "987", "--", "true"})).has_value());
   CHECK_FALSE(guess_new_net(words({"--status-fd=x", "--", "true"})).has_value());
   CHECK(guess_new_net(words({"--status-fd=2", "--", "true"})) == std::optional<bool>(true));  // open; refused later
+  CHECK_FALSE(guess_new_net(words({"--upstream-ca=/dev/fd/7", "--", "true"})).has_value());
+  CHECK_FALSE(guess_new_net(words({"--secret-file", "K=/proc/self/fd/7", "--", "true"})).has_value());
 }
 
 TEST_CASE("a prestarted sandbox that is never used is killed and reaped" * doctest::skip(!userns_available())) {
