@@ -131,6 +131,22 @@ std::unique_ptr<CLI::App> make_run_app(RunFlags& f) {
 }
 
 std::optional<bool> guess_new_net(const std::vector<std::string>& args) {
+  // The prestart's pipes take the lowest free fds: a --status-fd (or a /dev/fd/N path)
+  // naming one that is not open yet would find one of them instead of being refused.
+  // List options take several words, so every word up to "--" is checked, not only
+  // those a simple reading takes for options.
+  for (size_t i = 0; i < args.size() && args[i] != "--"; ++i) {
+    const std::string& a = args[i];
+    if (a.find("/fd/") != std::string::npos) return std::nullopt;
+    if (a == "--status-fd" || a.rfind("--status-fd=", 0) == 0) {
+      std::string n = a == "--status-fd" ? (i + 1 < args.size() ? args[i + 1] : "") : a.substr(12);
+      char* end = nullptr;
+      long fd = std::strtol(n.c_str(), &end, 10);
+      if (n.empty() || *end != '\0' || fd < 0 || fd > INT_MAX || ::fcntl(static_cast<int>(fd), F_GETFD) < 0) {
+        return std::nullopt;
+      }
+    }
+  }
   bool host = false, filtered = false;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -142,20 +158,6 @@ std::optional<bool> guess_new_net(const std::vector<std::string>& args) {
     if (a == "--no-sandbox" || a == "-h" || a == "--help" || a == "-V" || a == "--version" ||
         a.rfind("--profile", 0) == 0 || (a[1] != '-' && a.size() > 2)) {
       return std::nullopt;
-    }
-    // The prestart's pipes take the lowest free fds: a --status-fd (or a /dev/fd/N path)
-    // naming one that is not open yet would find one of them instead of being refused.
-    if (a.find("/fd/") != std::string::npos ||
-        (k_takes_value.count(a) != 0 && i + 1 < args.size() && args[i + 1].find("/fd/") != std::string::npos)) {
-      return std::nullopt;
-    }
-    if (a == "--status-fd" || a.rfind("--status-fd=", 0) == 0) {
-      std::string n = a == "--status-fd" ? (i + 1 < args.size() ? args[i + 1] : "") : a.substr(12);
-      char* end = nullptr;
-      long fd = std::strtol(n.c_str(), &end, 10);
-      if (n.empty() || *end != '\0' || fd < 0 || fd > INT_MAX || ::fcntl(static_cast<int>(fd), F_GETFD) < 0) {
-        return std::nullopt;
-      }
     }
     if (a == "--allow-net" || a == "-A" || a == "--allow-all") host = true;
     for (const char* f : {"--allow-net=", "--deny-net", "--secret"}) {

@@ -16,9 +16,11 @@ namespace zb::exec {
 
 class SharedArena {
  public:
-  // Address space only: pages are allocated as they are written. The spec is the mount
-  // plan plus the command's argv and environment (which execve caps far below this).
-  static constexpr std::size_t k_capacity = std::size_t{256} << 20;
+  // Address space only: pages are allocated as they are written, but the size counts
+  // against RLIMIT_AS, so it starts small. The spec is the mount plan plus the command's
+  // argv and environment; a larger one gets a larger arena (sandbox.cpp).
+  static constexpr std::size_t k_default_capacity = std::size_t{4} << 20;
+  static constexpr std::size_t k_max_capacity = std::size_t{1} << 30;
 
   SharedArena() = default;
   SharedArena(const SharedArena&) = delete;
@@ -26,24 +28,26 @@ class SharedArena {
   ~SharedArena() { unmap(); }
 
   // false with errno set when the mapping cannot be made.
-  bool map() {
-    void* p = ::mmap(nullptr, k_capacity, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  bool map(std::size_t capacity = k_default_capacity) {
+    void* p = ::mmap(nullptr, capacity, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p == MAP_FAILED) return false;
     m_base = static_cast<char*>(p);
+    m_capacity = capacity;
     return true;
   }
   void unmap() {
-    if (m_base != nullptr) ::munmap(m_base, k_capacity);
+    if (m_base != nullptr) ::munmap(m_base, m_capacity);
     m_base = nullptr;
   }
   char* base() const { return m_base; }
+  std::size_t capacity() const { return m_capacity; }
   bool full() const { return m_full; }
 
   // n objects of T, value-initialised; nullptr (and full()) when out of room.
   template <typename T>
   T* array(std::size_t n) {
     std::size_t start = (m_used + alignof(T) - 1) / alignof(T) * alignof(T);
-    if (n > (k_capacity - start) / sizeof(T) || start > k_capacity) {
+    if (start > m_capacity || n > (m_capacity - start) / sizeof(T)) {
       m_full = true;
       return nullptr;
     }
@@ -68,6 +72,7 @@ class SharedArena {
 
  private:
   char* m_base = nullptr;
+  std::size_t m_capacity = 0;
   std::size_t m_used = 0;
   bool m_full = false;
 };

@@ -13,9 +13,11 @@
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
+#include <system_error>
 #include <thread>
 #include <utility>
 
+#include "exec/signals.hpp"
 #include "util/fd.hpp"
 #include "util/log.hpp"
 #include "util/path.hpp"
@@ -196,7 +198,14 @@ void LiveBlocker::start() {
   if (m_started || m_impl->watched.empty()) return;
   m_started = true;
   // The thread holds the state too: stop() does not wait for it to wake up and return.
-  std::thread([impl = m_impl] { impl->run(); }).detach();
+  // It takes no signals: they are the supervisor's to forward.
+  AllSignalsBlocked blocked;
+  try {
+    std::thread([impl = m_impl] { impl->run(); }).detach();
+  } catch (const std::system_error&) {
+    // No thread to spare: the sweep at exit still moves them aside.
+    log::warning("cannot watch protected paths during the run (no thread); they are checked at exit");
+  }
 }
 
 std::vector<std::string> LiveBlocker::stop() {

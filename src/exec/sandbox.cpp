@@ -50,7 +50,7 @@ struct FlatSpec {
 // nothing: it reads its spec from the shared arena and reports failures on the report
 // pipe as {step, index, errno}.
 [[noreturn]] void child_main(int sync_fd, int report_fd, int proxy_fd, bool new_net, const char* arena,
-                             const sigset_t& mask) {
+                             std::size_t arena_size, const sigset_t& mask) {
   ::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
   // The helper blocks every signal; the child keeps the caller's mask plus the forwarded
   // signals, which stay blocked until init has a command to pass them to.
@@ -119,7 +119,7 @@ struct FlatSpec {
     send_msg(report_fd, k_msg_setup_failed, k_step_seccomp, -1, errno, 0);
     ::_exit(1);
   }
-  run_init(InitArgs{report_fd, s.argv, s.envp, s.candidates, arena, SharedArena::k_capacity});
+  run_init(InitArgs{report_fd, s.argv, s.envp, s.candidates, arena, arena_size});
 }
 
 // Copies the spec into the arena, FlatSpec first. nullptr when it does not fit.
@@ -196,7 +196,11 @@ Result<void> write_id_maps(pid_t pid) {
 std::string step_text(const SandboxSpec& s, const ChildMsg& m) {
   std::string why = std::strerror(m.err);
   switch (m.step) {
-    case k_step_netns: return "create the network namespace: " + why;
+    case k_step_netns:
+      return "create the network namespace: " + why +
+             (m.err == ENOSPC || m.err == EPERM || m.err == EUSERS
+                  ? " (network namespaces are disabled or exhausted on this machine)"
+                  : "");
     case k_step_loopback: return "bring up loopback in the new network namespace: " + why;
     case k_step_mount: {
       overlay::MountFailure f{static_cast<overlay::MountStep>(m.value), m.index, m.err};
@@ -243,7 +247,7 @@ void guard_std_fds() {
   }
 }
 
-std::unique_ptr<Prestart> Prestart::launch(bool new_net) {
+std::unique_ptr<Prestart> Prestart::launch(bool new_net, std::size_t arena_bytes) {
   std::unique_ptr<Prestart> p(new Prestart);
   p->m_new_net = new_net;
   ::pthread_sigmask(SIG_BLOCK, nullptr, &p->m_child_mask);
@@ -269,24 +273,37 @@ std::unique_ptr<Prestart> Prestart::launch(bool new_net) {
     p->m_proxy_parent.reset(sp[0]);
     p->m_proxy_child.reset(sp[1]);
   }
-  if (!p->m_arena.map()) return fail("map memory shared with the sandbox");
+  if (!p->m_arena.map(arena_bytes)) return fail("map memory shared with the sandbox");
   // The helper owns the read end of the hold pipe: it may outlive this object.
   int hold_r = p->m_hold_r.release();
   try {
+    AllSignalsBlocked blocked;  // the helper never takes a signal meant for the supervisor
     p->m_thread = std::thread([q = p.get(), hold_r] { q->helper(hold_r); });
-  } catch (const std::system_error& e) {
+  } catch (const std::system_error&) {
+    // No thread to spare (a process limit): clone here, without the head start. The
+    // child's PR_SET_PDEATHSIG then follows this thread.
     ::close(hold_r);
-    p->m_setup_error = std::string("start a thread: ") + e.what();
+    AllSignalsBlocked blocked;
+    p->clone_and_map();
   }
   return p;
 }
 
 void Prestart::helper(int hold_fd) {
-  sigset_t all;
-  sigfillset(&all);
-  ::pthread_sigmask(SIG_SETMASK, &all, nullptr);
+  clone_and_map();
+  // Stay until the destructor closes the other end: the child's PR_SET_PDEATHSIG
+  // follows this thread.
+  char c;
+  while (::read(hold_fd, &c, 1) < 0 && errno == EINTR) {
+  }
+  ::close(hold_fd);
+}
+
+void Prestart::clone_and_map() {
+  // On the helper, every signal is blocked (launch): the child inherits that mask and sets its own.
   int sync_r = m_sync_r.get(), report_w = m_report_w.get(), proxy_child = m_proxy_child.get();
   const char* arena = m_arena.base();
+  std::size_t arena_size = m_arena.capacity();
   bool new_net = m_new_net;
   const sigset_t& mask = m_child_mask;
   unsigned long flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP;
@@ -303,7 +320,7 @@ void Prestart::helper(int hold_fd) {
       next = static_cast<unsigned>(k) + 1;
     }
     ::syscall(SYS_close_range, next, ~0U, 0U);
-    child_main(sync_r, report_w, proxy_child, new_net, arena, mask);
+    child_main(sync_r, report_w, proxy_child, new_net, arena, arena_size, mask);
   }
   int clone_err = errno;
   m_sync_r.reset();
@@ -315,21 +332,13 @@ void Prestart::helper(int hold_fd) {
   } else if (auto maps = write_id_maps(static_cast<pid_t>(pid)); !maps) {
     error = "write uid/gid maps: " + maps.error().message();
   }
-  {
-    // Notified under the lock: once it is released, the object may be gone, and nothing
-    // below touches it.
-    std::lock_guard<std::mutex> lock(m_mutex);
-    m_pid = pid;
-    m_error = std::move(error);
-    m_ready = true;
-    m_cv.notify_all();
-  }
-  // Stay until the destructor closes the other end: the child's PR_SET_PDEATHSIG
-  // follows this thread.
-  char c;
-  while (::read(hold_fd, &c, 1) < 0 && errno == EINTR) {
-  }
-  ::close(hold_fd);
+  // Notified under the lock: once it is released, the object may be gone, and nothing
+  // after this touches it.
+  std::lock_guard<std::mutex> lock(m_mutex);
+  m_pid = pid;
+  m_error = std::move(error);
+  m_ready = true;
+  m_cv.notify_all();
 }
 
 long Prestart::wait_ready(std::string& error) {
@@ -347,7 +356,7 @@ long Prestart::wait_ready(std::string& error) {
 }
 
 Prestart::~Prestart() {
-  if (!m_thread.joinable()) return;
+  if (!m_setup_error.empty()) return;  // nothing was cloned
   long pid;
   {
     std::unique_lock<std::mutex> lock(m_mutex);
@@ -364,20 +373,27 @@ Prestart::~Prestart() {
   // The helper returns on its own; waiting for it would only add a wake-up to every
   // exit. Whatever of the sandbox is still exiting gets its SIGKILL then.
   m_hold_w.reset();
-  m_thread.detach();
+  if (m_thread.joinable()) m_thread.detach();
 }
 
 SandboxResult run_sandbox(const SandboxSpec& spec, const std::function<void(long)>& on_started,
                           const std::function<void(int)>& on_proxy_listener, std::unique_ptr<Prestart> prestarted) {
   SandboxResult res;
   if (!prestarted || prestarted->new_net() != spec.new_net) prestarted = Prestart::launch(spec.new_net);
-  Prestart& pre = *prestarted;
   // The spec goes into the memory the child shares while the helper may still be cloning.
-  if (pre.m_setup_error.empty() && flatten(spec, pre.m_arena) == nullptr) {
-    res.message = "the sandbox's mount plan, arguments and environment take more than " +
-                  std::to_string(SharedArena::k_capacity >> 20) + " MiB";
-    return res;
+  // A spec too large for the arena (a huge environment) needs a child cloned with a
+  // larger one.
+  for (std::size_t size = SharedArena::k_default_capacity;
+       prestarted->m_setup_error.empty() && flatten(spec, prestarted->m_arena) == nullptr;) {
+    size *= 8;
+    if (size > SharedArena::k_max_capacity) {
+      res.message = "the sandbox's mount plan, arguments and environment take more than " +
+                    std::to_string(SharedArena::k_max_capacity >> 20) + " MiB";
+      return res;
+    }
+    if (size > prestarted->m_arena.capacity()) prestarted = Prestart::launch(spec.new_net, size);
   }
+  Prestart& pre = *prestarted;
 
   // Forwarded signals are blocked until the handlers have their target: one that arrives
   // meanwhile waits instead of meeting a handler with nowhere to send it.

@@ -71,7 +71,7 @@ class Prestart {
  public:
   // Never fails here: a failure (no user namespaces, say) is reported when the sandbox
   // is run.
-  static std::unique_ptr<Prestart> launch(bool new_net);
+  static std::unique_ptr<Prestart> launch(bool new_net, std::size_t arena_bytes = SharedArena::k_default_capacity);
   ~Prestart();
   Prestart(const Prestart&) = delete;
   Prestart& operator=(const Prestart&) = delete;
@@ -83,6 +83,7 @@ class Prestart {
                                    const std::function<void(int)>&, std::unique_ptr<Prestart>);
   Prestart() = default;
   void helper(int hold_fd);
+  void clone_and_map();
   // Waits for the helper's clone() and maps: the child's pid, or -1 with `error` set.
   long wait_ready(std::string& error);
 

@@ -1,6 +1,7 @@
 // Signal forwarding from the supervisor to the process it waits for.
 #pragma once
 
+#include <pthread.h>
 #include <signal.h>
 #include <sys/types.h>
 
@@ -25,6 +26,25 @@ class SignalForwarding {
 
  private:
   struct sigaction m_old[std::size(k_forwarded_signals)] {};
+};
+
+// Blocks every signal in the calling thread while alive. A thread created meanwhile starts
+// with them all blocked, so a signal for the process never runs a handler on it (on a
+// helper that has not yet blocked them itself, SignalForwarding could meet it before its
+// target is set, and drop it).
+class AllSignalsBlocked {
+ public:
+  AllSignalsBlocked() {
+    sigset_t all;
+    sigfillset(&all);
+    ::pthread_sigmask(SIG_SETMASK, &all, &m_old);
+  }
+  ~AllSignalsBlocked() { ::pthread_sigmask(SIG_SETMASK, &m_old, nullptr); }
+  AllSignalsBlocked(const AllSignalsBlocked&) = delete;
+  AllSignalsBlocked& operator=(const AllSignalsBlocked&) = delete;
+
+ private:
+  sigset_t m_old{};
 };
 
 }  // namespace zb::exec

@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -160,9 +161,15 @@ bool attach_prepared(const FlatPlan& plan, std::size_t i, pid_t helper) {
     if (state == 2) return false;
     if (state == 1) break;
     // The helper is on the other CPU, usually ahead: yield rather than sleep, which
-    // would cost a wake-up each time. Now and then, check that it is still there.
+    // would cost a wake-up each time. Now and then, check that it is still there; if it
+    // is slow (a layer on a hung network file system), stop burning a CPU on it.
     if (spins % 4096 == 4095 && ::waitpid(helper, nullptr, WNOHANG) != 0) return false;
-    ::sched_yield();
+    if (spins < 100000) {
+      ::sched_yield();
+    } else {
+      timespec pause{0, 200000};
+      ::nanosleep(&pause, nullptr);
+    }
   }
   int rc = static_cast<int>(::syscall(k_sys_move_mount, slot.fd, "", AT_FDCWD, plan.ops[i].dst, k_move_mount_f_empty_path));
   int err = errno;

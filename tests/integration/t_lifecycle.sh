@@ -73,8 +73,15 @@ wait_until 5 no_process "sleep $T5"; _check $? "the command is gone after SIGTER
 # --- A signal that arrives while the sandbox is being built is not lost: it waits until the
 # command exists and then reaches it (it used to be dropped by a pid-1 handler with no target,
 # and the run went on to the end). Delays from 0 to 12 ms cover every phase of the start-up.
+# Two busy loops keep both CPUs taken, so zerobox's own threads start late (a helper that
+# had not yet blocked signals once took a SIGTERM and dropped it).
+hogs=""
+for _ in 1 2; do
+  sh -c 'while :; do :; done' &
+  hogs="$hogs $!"
+done
 lost=""
-for d in 0 0.001 0.002 0.003 0.004 0.005 0.006 0.007 0.008 0.010 0.012; do
+for d in 0 0 0 0 0 0.0005 0.001 0.002 0.003 0.004 0.005 0.006 0.007 0.008 0.010 0.012; do
   "$ZEROBOX" -- sleep 30 >/dev/null 2>&1 &
   z=$!
   sleep "$d"
@@ -84,5 +91,7 @@ for d in 0 0.001 0.002 0.003 0.004 0.005 0.006 0.007 0.008 0.010 0.012; do
   rc=$?
   [ "$rc" = 143 ] && [ $(($(date +%s) - start)) -lt 10 ] || lost="$lost ${d}s:rc=$rc"
 done
+kill $hogs 2>/dev/null
+wait $hogs 2>/dev/null
 [ -z "$lost" ]; _check $? "SIGTERM during start-up ends the run with 143" "lost or late:$lost"
 finish

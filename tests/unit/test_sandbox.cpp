@@ -3,6 +3,7 @@
 // sandboxes; they are skipped where user namespaces are unavailable.
 #include <doctest/doctest.h>
 #include <sched.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -85,6 +86,9 @@ TEST_CASE("guess_new_net reads only plain words before the command") {
   CHECK(guess_new_net(words({"--status-fd=2", "--", "true"})) == std::optional<bool>(true));  // open; refused later
   CHECK_FALSE(guess_new_net(words({"--upstream-ca=/dev/fd/7", "--", "true"})).has_value());
   CHECK_FALSE(guess_new_net(words({"--secret-file", "K=/proc/self/fd/7", "--", "true"})).has_value());
+  // List options take several words: what follows the first value is still checked.
+  CHECK_FALSE(guess_new_net(words({"--env", "A=1", "B=2", "--status-fd", "987", "--", "true"})).has_value());
+  CHECK_FALSE(guess_new_net(words({"--deny-read", "/a", "/dev/fd/7", "--", "true"})).has_value());
 }
 
 TEST_CASE("a prestarted sandbox that is never used is killed and reaped" * doctest::skip(!userns_available())) {
@@ -109,5 +113,23 @@ TEST_CASE("a sandbox prestarted for the other network mode is replaced" * doctes
   CHECK(run_with({"--allow-net"}, hosts, true) == 0);
   // The command's status comes through, and nothing is left behind.
   CHECK(run_with({}, "exit 7", false) == 7);
+  CHECK(no_children_left());
+}
+
+TEST_CASE("a spec larger than the prestarted child's shared memory gets a child with more" *
+          doctest::skip(!userns_available())) {
+  // About 5 MB of environment (the arena starts at 4 MiB). execve takes that much only
+  // with a large stack limit, which the sandbox inherits.
+  rlimit old{};
+  REQUIRE(::getrlimit(RLIMIT_STACK, &old) == 0);
+  rlimit big{RLIM_INFINITY, RLIM_INFINITY};
+  REQUIRE(::setrlimit(RLIMIT_STACK, &big) == 0);
+  std::vector<std::string> flags;
+  for (int i = 0; i < 40000; ++i) {
+    flags.push_back("--env");
+    flags.push_back("ZB_BIG_" + std::to_string(i) + "=" + std::string(110, 'x'));
+  }
+  CHECK(run_with(flags, "test \"$(env | grep -c '^ZB_BIG_')\" -eq 40000", true) == 0);
+  ::setrlimit(RLIMIT_STACK, &old);
   CHECK(no_children_left());
 }
