@@ -1,10 +1,10 @@
 #include "overlay/mount.hpp"
 
 #include <fcntl.h>
-#include <sys/mount.h>
-#include <sys/stat.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
