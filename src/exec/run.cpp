@@ -316,12 +316,12 @@ std::string staging_dir() {
 }  // namespace
 
 int run(Policy p, const std::vector<std::string>& environ, RunOptions options) {
+  zb::exec::guard_std_fds();  // main() does this for the CLI, before anything opens a file
   return run_prestarted(std::move(p), environ, options, nullptr);
 }
 
 int run_prestarted(Policy p, const std::vector<std::string>& environ, RunOptions options,
                    std::unique_ptr<zb::exec::Prestart> prestarted) {
-  zb::exec::guard_std_fds();
   log::set_quiet(p.quiet);
   log::set_debug(p.debug);
   StatusFd status(p.status_fd);

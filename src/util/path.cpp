@@ -2,7 +2,6 @@
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -11,6 +10,8 @@
 #include <sys/stat.h>
 
 #include <cstdlib>
+
+#include "util/fd.hpp"
 
 namespace zb::path {
 
@@ -125,31 +126,19 @@ std::vector<std::string> split_list(std::string_view s) {
 Result<bool> is_empty_dir(const std::string& p) {
   // getdents64 with a small buffer: readdir() asks for 32 KiB of entries, which for /etc
   // or /usr/bin means reading the whole directory to learn it is not empty.
-  int fd = ::open(p.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return fail("open " + p);
-  alignas(8) char buf[512];
-  bool empty = true;
+  UniqueFd fd(::open(p.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!fd) return fail("open " + p);
+  alignas(dirent64) char buf[512];
   for (;;) {
-    long n = ::syscall(SYS_getdents64, fd, buf, sizeof buf);
-    if (n < 0) {
-      int err = errno;
-      ::close(fd);
-      errno = err;
-      return fail("getdents64 " + p);
+    ssize_t n = ::getdents64(fd.get(), buf, sizeof buf);
+    if (n < 0) return fail("getdents64 " + p);
+    if (n == 0) return true;
+    for (ssize_t off = 0; off < n;) {
+      const auto* e = reinterpret_cast<const dirent64*>(buf + off);
+      if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) return false;
+      off += e->d_reclen;
     }
-    if (n == 0) break;
-    for (long off = 0; off < n && empty;) {
-      // struct linux_dirent64: d_ino (8), d_off (8), d_reclen (2), d_type (1), d_name.
-      unsigned short reclen;
-      std::memcpy(&reclen, buf + off + 16, sizeof reclen);
-      const char* name = buf + off + 19;
-      if (std::strcmp(name, ".") != 0 && std::strcmp(name, "..") != 0) empty = false;
-      off += reclen;
-    }
-    if (!empty) break;
   }
-  ::close(fd);
-  return empty;
 }
 
 }  // namespace zb::path
