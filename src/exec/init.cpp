@@ -1,7 +1,9 @@
 #include "exec/init.hpp"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -10,13 +12,20 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstring>
 
+#include "exec/caps.hpp"
+#include "exec/netns.hpp"
+#include "exec/seccomp.hpp"
 #include "exec/signals.hpp"
 
 namespace zb::exec {
 namespace {
 
 volatile sig_atomic_t g_command = 0;
+volatile int g_guard_err = 0;  // set by the vfork()ed child, which shares our memory
+
+void on_child(int) {}
 
 void forward(int sig) {
   int saved = errno;
@@ -25,7 +34,42 @@ void forward(int sig) {
   errno = saved;
 }
 
-[[noreturn]] void exec_command(const InitArgs& a, int exec_err_fd) {
+// The command's side of the create guard, before execve: no capability left (init keeps
+// CAP_SYS_PTRACE), the filter, and its listener sent to init.
+// Without it (an older kernel), the command still gets the fallback filter, which
+// refuses what init's filter left out for the guard; if even that fails, no command.
+// Returns 0, or the errno that stops the command.
+int start_guard(const InitArgs& a, int channel) {
+  if (clear_capabilities() != 0) return errno;
+  int listener = install_guard(a.guard_filter, a.n_guard_filter);
+  if (listener < 0) {
+    g_guard_err = errno;
+    return apply_seccomp(embedded_guard_fallback_filter()) == 0 ? 0 : errno;
+  }
+  if (send_fd(channel, listener) != 0) g_guard_err = errno;
+  ::close(listener);
+  return 0;
+}
+
+// The guarded paths, copied out of the memory shared with the supervisor (unmapped once
+// the command runs) into a private mapping of init's.
+GuardList copy_guard_list(const GuardList& in) {
+  std::size_t bytes = in.count * sizeof(char*);
+  for (std::size_t i = 0; i < in.count; ++i) bytes += std::strlen(in.paths[i]) + 1;
+  void* m = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (m == MAP_FAILED) return {nullptr, 0};
+  auto** ptrs = static_cast<const char**>(m);
+  char* text = static_cast<char*>(m) + in.count * sizeof(char*);
+  for (std::size_t i = 0; i < in.count; ++i) {
+    std::size_t n = std::strlen(in.paths[i]) + 1;
+    std::memcpy(text, in.paths[i], n);
+    ptrs[i] = text;
+    text += n;
+  }
+  return {ptrs, in.count};
+}
+
+[[noreturn]] void exec_command(const InitArgs& a, int exec_err_fd, int guard_channel) {
   // A fresh session: no controlling terminal to push input into, and our own process
   // group for signal forwarding.
   ::setsid();
@@ -40,6 +84,12 @@ void forward(int sig) {
   sigset_t none;
   sigemptyset(&none);
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  if (guard_channel >= 0) {
+    if (int32_t e = start_guard(a, guard_channel); e != 0) {
+      (void)!::write(exec_err_fd, &e, sizeof e);
+      ::_exit(127);
+    }
+  }
   // Every fd above 2 goes, except the CLOEXEC pipe that reports a failed execve.
   if (exec_err_fd > 3) ::syscall(SYS_close_range, 3U, static_cast<unsigned>(exec_err_fd - 1), 0U);
   ::syscall(SYS_close_range, static_cast<unsigned>(exec_err_fd + 1), ~0U, 0U);
@@ -88,6 +138,27 @@ void run_init(const InitArgs& a) {
     send_msg(a.report_fd, k_msg_setup_failed, k_step_fork, -1, errno, 0);
     ::_exit(1);
   }
+  // The create guard: its listener comes back from the child over a socket pair.
+  GuardList guard{nullptr, 0};
+  int guard_pair[2] = {-1, -1};
+  if (a.n_guard_filter != 0 && a.guard.count != 0) {
+    guard = copy_guard_list(a.guard);
+    if (guard.count == 0 || ::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, guard_pair) != 0) {
+      g_guard_err = errno;
+      guard.count = 0;
+    }
+  }
+  // SIGCHLD interrupts the wait for a notification; blocked outside it (see below).
+  sigset_t chld;
+  sigemptyset(&chld);
+  sigaddset(&chld, SIGCHLD);
+  if (guard_pair[0] >= 0) {
+    struct sigaction sc {};
+    sc.sa_handler = on_child;
+    sigemptyset(&sc.sa_mask);
+    ::sigaction(SIGCHLD, &sc, nullptr);
+    ::sigprocmask(SIG_BLOCK, &chld, nullptr);
+  }
   // vfork: no copy of init's page tables (a copy of the supervisor's), and no atfork
   // handlers. The child only makes system calls until execve or _exit, and init resumes
   // once it has done either.
@@ -96,8 +167,17 @@ void run_init(const InitArgs& a) {
     send_msg(a.report_fd, k_msg_setup_failed, k_step_fork, -1, errno, 0);
     ::_exit(1);
   }
-  if (pid == 0) exec_command(a, exec_pipe[1]);  // its own fd table: closing is its business
+  if (pid == 0) exec_command(a, exec_pipe[1], guard_pair[1]);  // its own fd table: closing is its business
   ::close(exec_pipe[1]);
+  int listener = -1;
+  if (guard_pair[0] >= 0) {
+    listener = receive_fd(guard_pair[0], MSG_DONTWAIT);
+    ::close(guard_pair[0]);
+    ::close(guard_pair[1]);
+  }
+  if (a.n_guard_filter != 0 && a.guard.count != 0) {
+    send_msg(a.report_fd, k_msg_guard, 0, 0, listener >= 0 ? 0 : (g_guard_err != 0 ? g_guard_err : EIO), listener >= 0 ? 1 : 0);
+  }
   g_command = pid;
   ::sigprocmask(SIG_UNBLOCK, &fwd, nullptr);
   send_msg(a.report_fd, k_msg_started, 0, 0, 0, pid);
@@ -113,7 +193,36 @@ void run_init(const InitArgs& a) {
   if (exec_failed) send_msg(a.report_fd, k_msg_exec_failed, 0, 0, exec_err, 0);
 
   int status = 0;
-  for (;;) {
+  bool done = false;
+  if (listener >= 0 && !exec_failed) {
+    // Serve the guard until the command exits. SIGCHLD is blocked except inside ppoll(),
+    // so an exit between the reaping and the wait still ends the wait.
+    sigset_t waiting;
+    ::sigprocmask(SIG_SETMASK, nullptr, &waiting);
+    sigdelset(&waiting, SIGCHLD);
+    while (!done) {
+      int st = 0;
+      pid_t w;
+      while ((w = ::waitpid(-1, &st, WNOHANG)) > 0) {
+        if (w == pid) {
+          status = st;
+          done = true;
+          break;
+        }
+      }
+      if (done || (w < 0 && errno == ECHILD)) break;
+      pollfd p{listener, POLLIN, 0};
+      if (::ppoll(&p, 1, nullptr, &waiting) <= 0) continue;
+      if ((p.revents & POLLIN) != 0) {
+        serve_guard(listener, guard);
+      } else if ((p.revents & (POLLHUP | POLLERR | POLLNVAL)) != 0) {
+        break;  // no process is left under the filter; wait below
+      }
+    }
+  }
+  if (listener >= 0) ::close(listener);
+  ::sigprocmask(SIG_UNBLOCK, &chld, nullptr);
+  for (; !done;) {
     int st = 0;
     pid_t w = ::waitpid(-1, &st, 0);
     if (w < 0) {

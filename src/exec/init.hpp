@@ -4,8 +4,12 @@
 // nothing, and never calls fork(), whose atfork handlers take malloc's locks.
 #pragma once
 
+#include <linux/filter.h>
+
 #include <cstddef>
 #include <cstdint>
+
+#include "exec/guard.hpp"
 
 namespace zb::exec {
 
@@ -27,6 +31,7 @@ enum ChildMsgType : int32_t {
   k_msg_signaled = 5,      // value: signal; index: as for k_msg_exited
   k_msg_skipped = 6,       // index, err: an optional mount op failed
   k_msg_landlock = 7,      // value: ABI applied
+  k_msg_guard = 8,         // value: 1 if the create guard runs; err: why not
 };
 
 enum ChildStep : int32_t {
@@ -51,6 +56,11 @@ struct InitArgs {
   // command has been exec'd (nullptr: nothing to unmap).
   const void* shared;
   std::size_t shared_size;
+  // The create guard (exec/guard.hpp); no filter, or no path, for none. The paths may
+  // live in `shared`: init copies them first.
+  const sock_filter* guard_filter;
+  std::size_t n_guard_filter;
+  GuardList guard;
 };
 
 // Never returns.

@@ -64,29 +64,36 @@ int send_proxy_listener(int channel, unsigned short port) {
     errno = err;
     return -1;
   }
+  int rc = send_fd(channel, s);
+  int err = errno;
+  ::close(s);
+  errno = err;
+  return rc;
+}
+
+int send_fd(int channel, int fd) {
   FdMessage fm('L');
   msghdr& msg = fm.msg;
   cmsghdr* c = CMSG_FIRSTHDR(&msg);
   c->cmsg_level = SOL_SOCKET;
   c->cmsg_type = SCM_RIGHTS;
   c->cmsg_len = CMSG_LEN(sizeof(int));
-  std::memcpy(CMSG_DATA(c), &s, sizeof(int));
+  std::memcpy(CMSG_DATA(c), &fd, sizeof(int));
   ssize_t n;
   do {
     n = ::sendmsg(channel, &msg, MSG_NOSIGNAL);
   } while (n < 0 && errno == EINTR);
-  int err = errno;
-  ::close(s);
-  errno = err;
   return n == 1 ? 0 : -1;
 }
 
-int receive_proxy_listener(int channel) {
+int receive_proxy_listener(int channel) { return receive_fd(channel, 0); }
+
+int receive_fd(int channel, int flags) {
   FdMessage fm(0);
   msghdr& msg = fm.msg;
   ssize_t n;
   do {
-    n = ::recvmsg(channel, &msg, MSG_CMSG_CLOEXEC);
+    n = ::recvmsg(channel, &msg, MSG_CMSG_CLOEXEC | flags);
   } while (n < 0 && errno == EINTR);
   if (n != 1) return -1;
   for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {

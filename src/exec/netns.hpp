@@ -15,4 +15,9 @@ int send_proxy_listener(int channel, unsigned short port);
 // first and said why on its report pipe).
 int receive_proxy_listener(int channel);
 
+// One fd over a unix socket (SCM_RIGHTS), and back (close-on-exec; `flags` for recvmsg,
+// MSG_DONTWAIT say). No allocation. send: 0 or -1/errno; receive: the fd or -1.
+int send_fd(int channel, int fd);
+int receive_fd(int channel, int flags);
+
 }  // namespace zb::exec

@@ -415,6 +415,11 @@ int run_prestarted(Policy p, const std::vector<std::string>& environ, RunOptions
   }
   spec.landlock = zb::exec::make_landlock_plan(fs, abi);
   spec.seccomp = zb::exec::embedded_seccomp_filter();
+  if (!fs.absent_protected.empty()) {
+    spec.guarded = fs.absent_protected;
+    spec.guard_filter = zb::exec::embedded_guard_filter();
+    spec.seccomp = zb::exec::embedded_seccomp_filter_for_guard();
+  }
 
   if (log::debug_enabled()) {
     for (const auto& line : zb::policy::describe(p, fs)) log::debug(line);
@@ -445,9 +450,11 @@ int run_prestarted(Policy p, const std::vector<std::string>& environ, RunOptions
   };
   zb::exec::LiveBlocker live_blocker(fs.absent_protected);
   auto res = zb::exec::run_sandbox(spec,
-                                   [&](long pid) {
+                                   [&](long pid, bool guarded) {
                                      status.child_started(pid);
-                                     live_blocker.start();
+                                     // The guard refuses them in the kernel's stead; else
+                                     // they are looked for and moved aside.
+                                     if (!guarded) live_blocker.start();
                                    },
                                    net_policy ? std::function<void(int)>(on_listener) : std::function<void(int)>(),
                                    std::move(prestarted));

@@ -1,6 +1,7 @@
 #include "exec/sandbox.hpp"
 
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -42,6 +43,9 @@ struct FlatSpec {
   FlatLandlock landlock;
   const sock_filter* seccomp;
   std::size_t n_seccomp;
+  const sock_filter* guard_filter;
+  std::size_t n_guard_filter;
+  GuardList guard;
   unsigned short proxy_port;
 };
 
@@ -111,7 +115,11 @@ struct FlatSpec {
     send_msg(report_fd, k_msg_landlock, 0, 0, 0, s.landlock.abi);
   }
   if (mr.host_pts_fd >= 0) ::close(mr.host_pts_fd);
-  if (drop_all_capabilities() != 0) {
+  // With the create guard, init keeps CAP_SYS_PTRACE (in the sandbox's user namespace
+  // only) to read the memory of a command that made itself non-dumpable; the command
+  // drops it before execve (init.cpp).
+  bool guarded = s.n_guard_filter != 0 && s.guard.count != 0;
+  if (drop_all_capabilities(guarded ? CAP_SYS_PTRACE : -1) != 0) {
     send_msg(report_fd, k_msg_setup_failed, k_step_caps, -1, errno, 0);
     ::_exit(1);
   }
@@ -119,7 +127,7 @@ struct FlatSpec {
     send_msg(report_fd, k_msg_setup_failed, k_step_seccomp, -1, errno, 0);
     ::_exit(1);
   }
-  run_init(InitArgs{report_fd, s.argv, s.envp, s.candidates, arena, arena_size});
+  run_init(InitArgs{report_fd, s.argv, s.envp, s.candidates, arena, arena_size, s.guard_filter, s.n_guard_filter, s.guard});
 }
 
 // Copies the spec into the arena, FlatSpec first. nullptr when it does not fit.
@@ -153,6 +161,13 @@ const FlatSpec* flatten(const SandboxSpec& spec, SharedArena& a) {
   if (filter != nullptr && !spec.seccomp.empty()) std::memcpy(filter, spec.seccomp.data(), spec.seccomp.size_bytes());
   f->seccomp = filter;
   f->n_seccomp = spec.seccomp.size();
+  if (!spec.guarded.empty() && !spec.guard_filter.empty()) {
+    auto* gf = a.array<sock_filter>(spec.guard_filter.size());
+    if (gf != nullptr) std::memcpy(gf, spec.guard_filter.data(), spec.guard_filter.size_bytes());
+    f->guard_filter = gf;
+    f->n_guard_filter = spec.guard_filter.size();
+    f->guard = {a.strings(spec.guarded), spec.guarded.size()};
+  }
   f->proxy_port = spec.proxy_port;
   return a.full() ? nullptr : f;
 }
@@ -376,7 +391,7 @@ Prestart::~Prestart() {
   if (m_thread.joinable()) m_thread.detach();
 }
 
-SandboxResult run_sandbox(const SandboxSpec& spec, const std::function<void(long)>& on_started,
+SandboxResult run_sandbox(const SandboxSpec& spec, const std::function<void(long, bool)>& on_started,
                           const std::function<void(int)>& on_proxy_listener, std::unique_ptr<Prestart> prestarted) {
   SandboxResult res;
   if (!prestarted || prestarted->new_net() != spec.new_net) prestarted = Prestart::launch(spec.new_net);
@@ -433,7 +448,7 @@ SandboxResult run_sandbox(const SandboxSpec& spec, const std::function<void(long
 
   // Messages are checked against the order init sends them in: a forged or garbled
   // message cannot turn a run into a setup error or a second start.
-  bool got_final = false, started = false, clean_exit = false;
+  bool got_final = false, started = false, clean_exit = false, guarded = false;
   auto op_ok = [&](int32_t i) { return i >= 0 && static_cast<size_t>(i) < spec.plan.ops.size(); };
   for (;;) {
     ChildMsg m{};
@@ -458,10 +473,18 @@ SandboxResult run_sandbox(const SandboxSpec& spec, const std::function<void(long
       case k_msg_landlock:
         if (!started) res.notes.push_back("landlock: applied with ABI " + std::to_string(m.value));
         break;
+      case k_msg_guard:
+        if (started) break;
+        guarded = m.value == 1;
+        res.notes.push_back(guarded ? "create guard: " + std::to_string(spec.guarded.size()) +
+                                          " absent protected paths refused by seccomp user notification"
+                                    : std::string("create guard: unavailable (") + std::strerror(m.err) +
+                                          "); absent protected paths are moved aside instead");
+        break;
       case k_msg_started:
         if (started) break;
         started = true;
-        if (on_started) on_started(command_host_pid(static_cast<pid_t>(pid)));
+        if (on_started) on_started(command_host_pid(static_cast<pid_t>(pid)), guarded);
         break;
       case k_msg_exec_failed:
         if (!started) break;

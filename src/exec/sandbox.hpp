@@ -37,6 +37,10 @@ struct SandboxSpec {
   unsigned short proxy_port = 0;
   LandlockPlan landlock;
   std::span<const sock_filter> seccomp;  // empty: no filter
+  // The create guard (exec/guard.hpp): paths that must not come into being, and its
+  // filter. Either empty: no guard.
+  std::vector<std::string> guarded;
+  std::span<const sock_filter> guard_filter;
   // false: return as soon as the command's status is known and nothing else was left
   // running, without waiting for the kernel to tear the namespaces down (their mounts
   // go away as init exits, which takes about a millisecond). init is then left to the
@@ -79,7 +83,7 @@ class Prestart {
   bool new_net() const { return m_new_net; }
 
  private:
-  friend SandboxResult run_sandbox(const SandboxSpec&, const std::function<void(long)>&,
+  friend SandboxResult run_sandbox(const SandboxSpec&, const std::function<void(long, bool)>&,
                                    const std::function<void(int)>&, std::unique_ptr<Prestart>);
   Prestart() = default;
   void helper(int hold_fd);
@@ -103,9 +107,10 @@ class Prestart {
 };
 
 // Runs the command; `on_started` gets the command's host pid once it is about to exec,
+// and whether the create guard runs,
 // `on_proxy_listener` (filtered mode) the listening socket, before the command starts.
 // `prestarted`, if given and made for the same network mode, is used; else one is launched.
-SandboxResult run_sandbox(const SandboxSpec& spec, const std::function<void(long)>& on_started,
+SandboxResult run_sandbox(const SandboxSpec& spec, const std::function<void(long, bool)>& on_started,
                           const std::function<void(int)>& on_proxy_listener = {},
                           std::unique_ptr<Prestart> prestarted = nullptr);
 

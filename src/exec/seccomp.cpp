@@ -1,6 +1,7 @@
 #include "exec/seccomp.hpp"
 
 #include <linux/seccomp.h>
+#include <fcntl.h>
 #include <sched.h>
 #include <seccomp.h>
 #include <sys/ioctl.h>
@@ -8,6 +9,7 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <memory>
 
 #include "util/fd.hpp"
@@ -38,9 +40,21 @@ constexpr long k_open_tree_attr = 467;  // Linux 6.15; unknown to libseccomp 2.5
 constexpr unsigned long k_tiocsti = 0x5412;
 constexpr unsigned long k_tioclinux = 0x541C;
 
+Result<std::vector<sock_filter>> export_bpf(scmp_filter_ctx ctx);
+
+// What init needs to serve the create guard (exec/guard.cpp).
+constexpr const char* k_guard_tools[] = {"process_vm_readv", "pidfd_getfd"};
+
+bool is_guard_tool(const char* name) {
+  for (const char* t : k_guard_tools) {
+    if (std::strcmp(t, name) == 0) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
-Result<std::vector<sock_filter>> build_seccomp_filter() {
+Result<std::vector<sock_filter>> build_seccomp_filter(bool for_guard) {
   std::unique_ptr<void, CtxFree> ctx(seccomp_init(SCMP_ACT_ALLOW));
   if (!ctx) return fail("seccomp_init", ENOMEM);
   auto check = [](int rc, const char* what) -> Result<void> {
@@ -56,6 +70,9 @@ Result<std::vector<sock_filter>> build_seccomp_filter() {
     return std::unexpected(r.error());
   const uint32_t eperm = SCMP_ACT_ERRNO(EPERM);
   for (const char* name : k_denied) {
+    // init of a guarded run reads the command's memory and fds; the guard filter refuses
+    // them to the command (build_guard_filter).
+    if (for_guard && is_guard_tool(name)) continue;
     int nr = seccomp_syscall_resolve_name(name);
     if (nr == __NR_SCMP_ERROR) continue;  // not on this architecture
     if (auto r = check(seccomp_rule_add(ctx.get(), eperm, nr, 0), name); !r) return std::unexpected(r.error());
@@ -102,10 +119,67 @@ Result<std::vector<sock_filter>> build_seccomp_filter() {
       return std::unexpected(r.error());
   }
 
+  return export_bpf(ctx.get());
+}
+
+Result<std::vector<sock_filter>> build_guard_filter() {
+  std::unique_ptr<void, CtxFree> ctx(seccomp_init(SCMP_ACT_ALLOW));
+  if (!ctx) return fail("seccomp_init", ENOMEM);
+  auto check = [](int rc, const char* what) -> Result<void> {
+    if (rc < 0) return fail(std::string("guard rule ") + what, -rc);
+    return {};
+  };
+  // Foreign ABIs are the first filter's business (it kills them).
+  if (auto r = check(seccomp_attr_set(ctx.get(), SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_ALLOW), "badarch"); !r)
+    return std::unexpected(r.error());
+  if (auto r = check(seccomp_attr_set(ctx.get(), SCMP_FLTATR_CTL_OPTIMIZE, 2), "optimize"); !r)
+    return std::unexpected(r.error());
+  // Everything that can give a path a new name: creating a file, directory, node, symlink
+  // or hard link, and renaming. open() and openat() only with O_CREAT (a register
+  // argument, so the filter can look); openat2() keeps its flags in memory, where
+  // seccomp cannot, and gets ENOSYS so that callers fall back to openat().
+  for (const char* name : {"creat", "mkdir", "mkdirat", "mknod", "mknodat", "symlink", "symlinkat", "link", "linkat",
+                           "rename", "renameat", "renameat2"}) {
+    int nr = seccomp_syscall_resolve_name(name);
+    if (nr == __NR_SCMP_ERROR) continue;
+    if (auto r = check(seccomp_rule_add(ctx.get(), SCMP_ACT_NOTIFY, nr, 0), name); !r) return std::unexpected(r.error());
+  }
+  if (auto r = check(seccomp_rule_add(ctx.get(), SCMP_ACT_NOTIFY, SCMP_SYS(open), 1, SCMP_A1(SCMP_CMP_MASKED_EQ, O_CREAT, O_CREAT)),
+                     "open");
+      !r)
+    return std::unexpected(r.error());
+  if (auto r = check(seccomp_rule_add(ctx.get(), SCMP_ACT_NOTIFY, SCMP_SYS(openat), 1,
+                                      SCMP_A2(SCMP_CMP_MASKED_EQ, O_CREAT, O_CREAT)),
+                     "openat");
+      !r)
+    return std::unexpected(r.error());
+  if (auto r = check(seccomp_rule_add(ctx.get(), SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(openat2), 0), "openat2"); !r)
+    return std::unexpected(r.error());
+  for (const char* name : k_guard_tools) {
+    if (auto r = check(seccomp_rule_add(ctx.get(), SCMP_ACT_ERRNO(EPERM), seccomp_syscall_resolve_name(name), 0), name); !r)
+      return std::unexpected(r.error());
+  }
+  return export_bpf(ctx.get());
+}
+
+Result<std::vector<sock_filter>> build_guard_fallback_filter() {
+  std::unique_ptr<void, CtxFree> ctx(seccomp_init(SCMP_ACT_ALLOW));
+  if (!ctx) return fail("seccomp_init", ENOMEM);
+  if (int rc = seccomp_attr_set(ctx.get(), SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_ALLOW); rc < 0) return fail("badarch", -rc);
+  for (const char* name : k_guard_tools) {
+    if (int rc = seccomp_rule_add(ctx.get(), SCMP_ACT_ERRNO(EPERM), seccomp_syscall_resolve_name(name), 0); rc < 0)
+      return fail(std::string("rule ") + name, -rc);
+  }
+  return export_bpf(ctx.get());
+}
+
+namespace {
+
+Result<std::vector<sock_filter>> export_bpf(scmp_filter_ctx ctx) {
   // Export the BPF program through a memfd and read it back.
   UniqueFd mem(::memfd_create("zerobox-seccomp", MFD_CLOEXEC));
   if (!mem) return fail("memfd_create");
-  if (auto r = check(seccomp_export_bpf(ctx.get(), mem.get()), "export"); !r) return std::unexpected(r.error());
+  if (int rc = seccomp_export_bpf(ctx, mem.get()); rc < 0) return fail("seccomp export", -rc);
   off_t size = ::lseek(mem.get(), 0, SEEK_END);
   if (size <= 0 || size % static_cast<off_t>(sizeof(sock_filter)) != 0) return fail_msg("seccomp: bad BPF size");
   std::vector<sock_filter> prog(static_cast<size_t>(size) / sizeof(sock_filter));
@@ -113,5 +187,5 @@ Result<std::vector<sock_filter>> build_seccomp_filter() {
   return prog;
 }
 
-
+}  // namespace
 }  // namespace zb::exec

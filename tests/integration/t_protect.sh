@@ -32,28 +32,34 @@ zb "$AW" -C "$R" -- sh -c "mv '$R/.git' '$R/.git.old' || exit 1; mkdir -p '$R/.g
 expect_rc_not 0 "moving .git aside to recreate hooks is refused"
 if [ -d "$R/.git.old" ]; then rm -rf "$R/.git"; mv "$R/.git.old" "$R/.git"; fi
 expect_eq "$(tree_state "$R" | grep -v '^\./\.git|d|')" "$(printf '%s\n' "$before" | grep -v '^\./\.git|d|')" "repo unchanged on the host after the attempts"
+# Protected names that do not exist have no inode to mask: the create guard (seccomp user
+# notification, exec/guard.hpp) refuses to make them, whatever the spelling.
+zb --debug "$AW" -C "$R" -- true
+expect_contains "$ERR" "refused by seccomp user notification" "the create guard runs"
 for f in .envrc .mcp.json .gitmodules .profile .zshrc .npmrc .gitconfig .idea .cursor; do
-  # No inode to mask: created files are moved aside at exit (docs/security.md).
-  zb "$AW" -C "$R" -- sh -c "echo evil > '$R/$f'"
-  expect_absent "$R/$f" "protected $f that did not exist: not left on the host under its name"
-  expect_present "$(ls -d "$R/$f".zerobox-blocked-* 2>/dev/null | head -1)" "protected $f: moved aside, not lost"
-  expect_contains "$ERR" "moved it to" "protected $f: the user is told"
-  rm -rf "$R/$f".zerobox-blocked-*
+  zb "$AW" -C "$R" -- "$PROBE" create "$R/$f"; expect_refused "protected $f that did not exist: creation refused"
+  zb "$AW" -C "$R" -- sh -c "echo evil > '$R/$f' || mkdir '$R/$f' || ln -s /etc/passwd '$R/$f' || exit 0; exit 1"
+  expect_rc 0 "protected $f: shell redirect, mkdir and ln -s refused"
+  expect_absent "$R/$f" "protected $f: not on the host"
+  expect_not_contains "$ERR" "moved it to" "protected $f: nothing to move aside"
 done
-zb "$AW" -C "$R" -- sh -c "mkdir -p '$R/.config/fish' && echo evil > '$R/.config/fish/config.fish'"
-expect_absent "$R/.config/fish" "protected .config/fish not left on the host"
+zb "$AW" -C "$R" -- sh -c "mkdir -p '$R/.config/fish'"; expect_rc_not 0 "protected .config/fish refused below a new .config"
+expect_absent "$R/.config/fish" "protected .config/fish not on the host"
 rm -rf "$R/.config"
-# While the command runs: a created protected name is moved aside within milliseconds, not only
-# at exit, so a host process watching the directory (direnv, an editor) does not meet it.
-"$ZEROBOX" "$AW" -C "$R" -- sh -c "echo evil > '$R/.envrc'; mkdir -p '$R/.config/fish'; echo evil > '$R/.config/fish/config.fish'; sleep 3" >/dev/null 2>"$T_CAP/live.err" &
-zpid=$!
-wait_until 5 sh -c "ls -d '$R'/.envrc.zerobox-blocked-* >/dev/null 2>&1"; _check $? "protected .envrc moved aside while the command runs" "not moved"
-wait_until 5 sh -c "ls -d '$R'/.config/fish.zerobox-blocked-* >/dev/null 2>&1"; _check $? "protected .config/fish (parent created by the command) moved aside while it runs" "not moved"
-[ ! -e "$R/.envrc" ] && [ ! -e "$R/.config/fish" ]; _check $? "... and absent under their names during the run" "present"
-kill -0 "$zpid" 2>/dev/null; _check $? "... before the command ended" "the command had already ended"
-wait "$zpid"
-expect_contains "$(cat "$T_CAP/live.err")" "moved it to" "live move-aside: the user is told"
-rm -rf "$R"/.envrc.zerobox-blocked-* "$R/.config"
+# Every other way in: paths through /proc and symlinks, renames and links, O_TMPFILE, a
+# thread rewriting the path under the check, init's own /proc entries; and ordinary
+# creation keeps its semantics (umask, O_EXCL, O_CLOEXEC, FIFOs). As a non-dumpable process too.
+G=$HOSTDIR/guarded
+rm -rf "$G" /tmp/r-link
+mkdir -p "$G/.git"
+echo 'ref: refs/heads/main' >"$G/.git/HEAD"
+run "$ZEROBOX" --allow-write="$G" -C "$G" -- python3 "$(dirname "$0")/guard_attacks.py"
+expect_rc 0 "guard_attacks.py: every attempt refused, ordinary files fine"
+[ "$RC" = 0 ] || printf '%s\n%s\n' "$OUT" "$ERR" | grep -v '^ok ' | head -20 >&2
+for f in .envrc .bashrc .config .git/hooks; do expect_absent "$G/$f" "guard_attacks.py: no $f on the host"; done
+expect_present "$G/renamed/b/c/d/f7" "guard_attacks.py: its ordinary files reached the host"
+expect_not_contains "$ERR" "moved it to" "guard_attacks.py: nothing needed moving aside"
+rm -rf "$G"
 
 # Naming a protected path in --allow-write lifts only that one; --no-protect lifts all.
 zb "$AW" --allow-write="$R/.git/hooks" -- "$PROBE" write "$R/.git/hooks/pre-commit"; expect_rc 0 "--allow-write=.git/hooks lifts the protection"

@@ -24,6 +24,14 @@ for flags in "" --allow-write --allow-net -A; do
   zb $flags -- "$PROBE" syscall mount; expect_rc 1 "mount refused ${flags:-(default)}"
   zb $flags -- "$PROBE" syscall ioctl_tiocsti; expect_rc 1 "TIOCSTI refused ${flags:-(default)}"
 done
+# With a writable directory the create guard runs: init reads the command's memory and
+# fds to serve it (process_vm_readv, pidfd_getfd), and the command still may not.
+mkdir -p "$HOSTDIR/g"
+zb --debug --allow-write="$HOSTDIR/g" -- true
+expect_contains "$ERR" "refused by seccomp user notification" "the create guard runs with a writable directory"
+for name in process_vm_readv process_vm_writev pidfd_getfd ptrace kcmp mount; do
+  zb --allow-write="$HOSTDIR/g" -- "$PROBE" syscall "$name"; expect_rc 1 "$name refused with the create guard on"
+done
 if command -v unshare >/dev/null; then
   zb -- unshare --user --map-root-user true; expect_rc_not 0 "unshare(1) cannot make a nested user namespace"
 fi

@@ -1,0 +1,564 @@
+#include "exec/guard.hpp"
+
+#include <fcntl.h>
+#include <linux/audit.h>
+#include <linux/magic.h>
+#include <linux/openat2.h>
+#include <linux/seccomp.h>
+#include <signal.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstdint>
+#include <cstdio>  // RENAME_EXCHANGE
+#include <cstdlib>
+#include <cstring>
+
+#include "util/fd.hpp"
+
+namespace zb::exec {
+namespace {
+
+constexpr int k_max_hops = 40;  // symlinks followed for O_CREAT, as the kernel's MAXSYMLINKS
+constexpr int k_replied = INT_MIN;
+
+// A bounded string builder on the stack (no allocation here: see guard.hpp).
+struct Buf {
+  char s[PATH_MAX + 64];
+  std::size_t n = 0;
+  bool ok = true;
+  Buf() { s[0] = '\0'; }
+  Buf& add(const char* p, std::size_t len) {
+    if (!ok || n + len >= sizeof s) {
+      ok = false;
+      return *this;
+    }
+    std::memcpy(s + n, p, len);
+    n += len;
+    s[n] = '\0';
+    return *this;
+  }
+  Buf& add(const char* p) { return add(p, std::strlen(p)); }
+  Buf& num(unsigned long v) {
+    char d[24];
+    int i = 0;
+    do {
+      d[i++] = static_cast<char>('0' + v % 10);
+      v /= 10;
+    } while (v != 0);
+    char r[24];
+    for (int j = 0; j < i; ++j) r[j] = d[i - 1 - j];
+    return add(r, static_cast<std::size_t>(i));
+  }
+};
+
+// The calling thread of a notification. Its memory is read with process_vm_readv and its
+// fds taken with pidfd_getfd: both need only ptrace access (init's CAP_SYS_PTRACE in the
+// sandbox's namespace covers a non-dumpable command), where /proc/PID/mem and fd/ also
+// need the file owner, which for a non-dumpable process of an unprivileged run is the
+// host's root.
+struct Target {
+  pid_t tid = 0;
+  pid_t tgid = 0;
+  mode_t umask = 022;
+  UniqueFd pidfd;
+};
+
+// p if it starts with `prefix` as whole path components: what follows ("" or "/..."),
+// else nullptr.
+const char* after(const char* p, const char* prefix) {
+  std::size_t n = std::strlen(prefix);
+  if (std::strncmp(p, prefix, n) != 0) return nullptr;
+  return (p[n] == '\0' || p[n] == '/') ? p + n : nullptr;
+}
+
+// What follows "/proc/TID", "/proc/TGID" or "/proc/TGID/task/TID" in p, if it starts so.
+const char* own_proc(const Target& t, const char* p) {
+  Buf a, b;
+  a.add("/proc/").num(static_cast<unsigned long>(t.tgid));
+  b.add("/proc/").num(static_cast<unsigned long>(t.tid));
+  if (const char* r = after(p, a.s)) {
+    Buf task;
+    task.add("/task/").num(static_cast<unsigned long>(t.tid));
+    if (const char* r2 = after(r, task.s)) return r2;
+    return r;
+  }
+  return after(p, b.s);
+}
+
+constexpr unsigned k_pidfd_thread = O_EXCL;  // PIDFD_THREAD, Linux 6.9
+
+int open_target(pid_t tid, Target& t) {
+  t.tid = tid;
+  Buf st;
+  st.add("/proc/").num(static_cast<unsigned long>(tid)).add("/status");
+  UniqueFd fd(::open(st.s, O_RDONLY | O_CLOEXEC));
+  if (!fd) return -errno;
+  char buf[2048];
+  ssize_t n = ::read(fd.get(), buf, sizeof buf - 1);
+  if (n <= 0) return -EIO;
+  buf[n] = '\0';
+  const char* u = std::strstr(buf, "\nUmask:\t");
+  const char* g = std::strstr(buf, "\nTgid:\t");
+  if (u == nullptr || g == nullptr) return -EIO;
+  t.umask = static_cast<mode_t>(std::strtoul(u + 8, nullptr, 8)) & 0777;
+  t.tgid = static_cast<pid_t>(std::strtol(g + 7, nullptr, 10));
+  // The thread's own fd table (it may have unshared it); the process's before Linux 6.9.
+  t.pidfd.reset(static_cast<int>(::syscall(SYS_pidfd_open, tid, k_pidfd_thread)));
+  if (!t.pidfd) t.pidfd.reset(static_cast<int>(::syscall(SYS_pidfd_open, t.tgid, 0U)));
+  return t.pidfd ? 0 : -errno;
+}
+
+// A NUL-terminated string at `addr` in the target, of at most PATH_MAX bytes with the NUL.
+int read_str(const Target& t, std::uint64_t addr, char* out) {
+  if (addr == 0) return -EFAULT;
+  std::size_t got = 0;
+  while (got < PATH_MAX) {
+    std::uint64_t at = addr + got;
+    // Page by page, so that a string ending just before unmapped memory is read whole.
+    std::size_t chunk = 4096 - static_cast<std::size_t>(at & 4095);
+    if (chunk > PATH_MAX - got) chunk = PATH_MAX - got;
+    iovec local{out + got, chunk};
+    iovec remote{reinterpret_cast<void*>(at), chunk};
+    ssize_t r = ::process_vm_readv(t.tid, &local, 1, &remote, 1, 0);
+    if (r <= 0) return -EFAULT;
+    if (std::memchr(out + got, '\0', static_cast<std::size_t>(r)) != nullptr) return 0;
+    got += static_cast<std::size_t>(r);
+  }
+  return -ENAMETOOLONG;
+}
+
+// One of the target's fds, as an fd of ours.
+int take_fd(const Target& t, int fd) {
+  if (fd < 0) return -EBADF;
+  int got = static_cast<int>(::syscall(SYS_pidfd_getfd, t.pidfd.get(), fd, 0U));
+  return got < 0 ? -errno : got;
+}
+
+// The target's dirfd argument (AT_FDCWD: its working directory) as an fd of ours.
+int open_dirfd(const Target& t, int dirfd) {
+  if (dirfd != AT_FDCWD) return take_fd(t, dirfd);
+  Buf p;
+  p.add("/proc/").num(static_cast<unsigned long>(t.tid)).add("/cwd");
+  int fd = ::open(p.s, O_PATH | O_CLOEXEC);
+  return fd < 0 ? -errno : fd;
+}
+
+// "/proc/self/fd/N" of ours for an fd of ours.
+struct SelfFd : Buf {
+  explicit SelfFd(int fd) { add("/proc/self/fd/").num(static_cast<unsigned long>(fd)); }
+};
+
+int open_beneath(int base, const char* path, int flags) {
+  open_how how{};
+  how.flags = static_cast<std::uint64_t>(static_cast<unsigned>(flags | O_PATH | O_CLOEXEC));
+  how.resolve = RESOLVE_NO_MAGICLINKS;
+  int fd = static_cast<int>(::syscall(SYS_openat2, base, path, &how, sizeof how));
+  return fd < 0 ? -errno : fd;
+}
+
+// Where a path of the target's puts its last component.
+struct Loc {
+  UniqueFd parent;       // O_PATH directory
+  char name[NAME_MAX + 2] = {};   // the last component as given (with its trailing '/', if any)
+  char bare[NAME_MAX + 1] = {};   // without it
+  char real[PATH_MAX] = {};       // the parent's canonical path
+  bool too_deep = false;          // ... which is longer than that
+  int whole_fd = -1;  // set instead when the whole path is one of the target's fds: N of /proc/self/fd/N
+
+  bool dot() const { return std::strcmp(bare, ".") == 0 || std::strcmp(bare, "..") == 0; }
+  // parent's path + "/" + bare
+  bool full(Buf& b) const {
+    if (too_deep) return false;
+    b.add(real);
+    if (std::strcmp(real, "/") != 0) b.add("/");
+    b.add(bare);
+    return b.ok;
+  }
+};
+
+// Resolves the parent of `path` as the target would: relative to its `dirfd` (or, if
+// base >= 0, to that directory of ours, for a symlink's target), with the target's own
+// /proc/self, /proc/thread-self, /dev/fd and /dev/std* in place, without following any
+// other magic link, and refusing other processes' /proc directories.
+int resolve(const Target& t, int dirfd, int base, const char* path, Loc& loc) {
+  if (path[0] == '\0') return -ENOENT;
+  UniqueFd owned;
+  int at = base;
+  Buf tr;
+  const char* rel = path;
+  if (path[0] == '/') {
+    at = AT_FDCWD;
+    const char* r;
+    if ((r = after(path, "/proc/self")) != nullptr) {
+      tr.add("/proc/").num(static_cast<unsigned long>(t.tgid)).add(r);
+    } else if ((r = after(path, "/proc/thread-self")) != nullptr) {
+      tr.add("/proc/").num(static_cast<unsigned long>(t.tgid)).add("/task/").num(static_cast<unsigned long>(t.tid)).add(r);
+    } else if ((r = after(path, "/dev/fd")) != nullptr) {
+      tr.add("/proc/").num(static_cast<unsigned long>(t.tgid)).add("/fd").add(r);
+    } else if (std::strcmp(path, "/dev/stdin") == 0 || std::strcmp(path, "/dev/stdout") == 0 ||
+               std::strcmp(path, "/dev/stderr") == 0) {
+      tr.add("/proc/").num(static_cast<unsigned long>(t.tgid)).add("/fd/").num(path[8] == 'i' ? 0 : path[8] == 'o' ? 1 : 2);
+    } else {
+      tr.add(path);
+    }
+    if (!tr.ok) return -ENAMETOOLONG;
+    rel = tr.s;
+    if (const char* own = own_proc(t, tr.s)) {
+      std::size_t head = static_cast<std::size_t>(own - tr.s);
+      if (const char* f = after(own, "/fd"); f != nullptr && f[0] == '/' && f[1] >= '0' && f[1] <= '9') {
+        const char* e = f + 1;
+        long n = 0;
+        while (*e >= '0' && *e <= '9' && n < 1L << 30) n = n * 10 + (*e++ - '0');
+        if (*e != '\0' && *e != '/') return -ENOENT;
+        while (*e == '/') ++e;
+        if (*e == '\0') {
+          loc.whole_fd = static_cast<int>(n);
+          return 0;
+        }
+        int fd = take_fd(t, static_cast<int>(n));
+        if (fd < 0) return fd == -EBADF ? -ENOENT : fd;
+        owned.reset(fd);
+        at = fd;
+        rel = e;
+      } else if (const char* c = after(own, "/cwd")) {
+        Buf cwd;
+        cwd.add(tr.s, head).add("/cwd");
+        owned.reset(::open(cwd.s, O_PATH | O_DIRECTORY | O_CLOEXEC));
+        if (!owned) return -errno;
+        at = owned.get();
+        while (*c == '/') ++c;
+        rel = *c == '\0' ? "." : c;
+      } else if (const char* rt = after(own, "/root")) {
+        rel = *rt == '\0' ? "/" : rt;
+      }
+    }
+  } else if (at < 0) {
+    int fd = open_dirfd(t, dirfd);
+    if (fd < 0) return fd;
+    owned.reset(fd);
+    at = fd;
+  }
+
+  std::size_t len = std::strlen(rel);
+  std::size_t end = len;
+  while (end > 1 && rel[end - 1] == '/') --end;
+  Buf dir;
+  const char* name;
+  std::size_t name_len;
+  if (end == 1 && rel[0] == '/') {
+    dir.add("/");
+    name = ".";
+    name_len = 1;
+  } else {
+    std::size_t slash = end;
+    while (slash > 0 && rel[slash - 1] != '/') --slash;
+    name = rel + slash;
+    name_len = end - slash;
+    if (slash == 0) {
+      dir.add(".");
+    } else {
+      dir.add(rel, slash);
+    }
+  }
+  if (!dir.ok || name_len > NAME_MAX) return -ENAMETOOLONG;
+  std::memcpy(loc.bare, name, name_len);
+  loc.bare[name_len] = '\0';
+  std::size_t given = len - static_cast<std::size_t>(name - rel);  // with trailing slashes
+  if (given > NAME_MAX) given = name_len + 1;
+  std::memcpy(loc.name, name, given);
+  loc.name[given] = '\0';
+
+  int parent = open_beneath(at, dir.s, O_DIRECTORY);
+  if (parent < 0) return parent;
+  loc.parent.reset(parent);
+  struct statfs sfs {};
+  bool proc = ::fstatfs(parent, &sfs) == 0 && sfs.f_type == PROC_SUPER_MAGIC;
+  ssize_t n = ::readlink(SelfFd(parent).s, loc.real, sizeof loc.real - 1);
+  if (n <= 0 || static_cast<std::size_t>(n) >= sizeof loc.real - 1) {
+    // Deeper than PATH_MAX (the kernel allows that, relative to a deep directory): longer
+    // than any guarded path, so nothing below it is guarded.
+    if (n > 0 || errno == ENAMETOOLONG) {
+      loc.too_deep = true;
+      return proc ? -EACCES : 0;
+    }
+    return -errno;
+  }
+  loc.real[n] = '\0';
+  if (proc && own_proc(t, loc.real) == nullptr) return -EACCES;
+  return 0;
+}
+
+bool refused(const GuardList& list, const Loc& loc, bool is_mkdir) {
+  Buf full;
+  if (!loc.full(full)) return false;  // longer than any guarded path
+  return guard_check(list, full.s, is_mkdir) != 0;
+}
+
+void reply(int listener, std::uint64_t id, int err) {
+  seccomp_notif_resp r{};
+  r.id = id;
+  r.error = err == 0 ? 0 : -err;
+  r.val = 0;
+  ::ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &r);
+}
+
+void reply_fd(int listener, std::uint64_t id, int fd, bool cloexec) {
+  seccomp_notif_addfd a{};
+  a.id = id;
+  a.flags = SECCOMP_ADDFD_FLAG_SEND;
+  a.srcfd = static_cast<std::uint32_t>(fd);
+  a.newfd_flags = cloexec ? O_CLOEXEC : 0;
+  if (::ioctl(listener, SECCOMP_IOCTL_NOTIF_ADDFD, &a) < 0 && errno != ENOENT) reply(listener, id, errno);
+}
+
+bool is_ctty(int fd) {
+  struct stat st {};
+  return ::fstat(fd, &st) == 0 && S_ISCHR(st.st_mode) && st.st_rdev == makedev(5, 0);
+}
+
+// The command has no controlling terminal (it runs in a session of its own); init, in the
+// caller's session, has one. /dev/tty must not open init's.
+int finish_open(int fd, int flags) {
+  if (fd < 0) return -errno;
+  if (is_ctty(fd)) {
+    ::close(fd);
+    return -ENXIO;
+  }
+  if ((flags & O_NONBLOCK) == 0) {
+    int fl = ::fcntl(fd, F_GETFL);
+    if (fl >= 0 && (fl & O_NONBLOCK) != 0) ::fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+  }
+  return fd;
+}
+
+// Opening a FIFO blocks until the other end opens: a child of init does it and answers.
+void open_in_child(int listener, std::uint64_t id, int parent, const char* name, int flags, mode_t mode) {
+  long pid = ::syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0);
+  if (pid < 0) {
+    reply(listener, id, errno);
+    return;
+  }
+  if (pid == 0) {
+    int fd = ::openat(parent, name, flags | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, mode);
+    if (fd < 0) {
+      reply(listener, id, errno);
+    } else {
+      reply_fd(listener, id, fd, (flags & O_CLOEXEC) != 0);
+    }
+    ::_exit(0);
+  }
+}
+
+// open, openat, creat: an fd of ours to hand over, -errno, or k_replied.
+int do_open(const GuardList& list, const Target& t, int listener, std::uint64_t id, int dirfd, char* path, int flags,
+            mode_t mode) {
+  constexpr int k_ours = O_CLOEXEC | O_NOCTTY;
+  UniqueFd link_dir;  // the directory of the last symlink followed
+  for (int hop = 0; hop <= k_max_hops; ++hop) {
+    Loc loc;
+    if (int r = resolve(t, dirfd, link_dir.get(), path, loc); r < 0) return r;
+    if (loc.whole_fd >= 0) {  // open("/dev/stdout"): the same file, opened anew
+      int fd = take_fd(t, loc.whole_fd);
+      if (fd < 0) return fd == -EBADF ? -ENOENT : fd;
+      UniqueFd same(fd);
+      return finish_open(::open(SelfFd(fd).s, flags | k_ours, mode), flags);
+    }
+    if (loc.dot() || std::strcmp(loc.name, loc.bare) != 0) {
+      // "dir/", ".", "..": nothing can be created there, the kernel says what it says.
+      return finish_open(::openat(loc.parent.get(), loc.name, flags | k_ours, mode), flags);
+    }
+    if (refused(list, loc, false)) return -EACCES;
+    struct stat st {};
+    bool exists = ::fstatat(loc.parent.get(), loc.bare, &st, AT_SYMLINK_NOFOLLOW) == 0;
+    if (exists && S_ISLNK(st.st_mode) && (flags & (O_EXCL | O_NOFOLLOW)) == 0) {
+      ssize_t n = ::readlinkat(loc.parent.get(), loc.bare, path, PATH_MAX - 1);
+      if (n < 0) return -errno;
+      if (n == 0) return -ENOENT;
+      path[n] = '\0';
+      link_dir = std::move(loc.parent);
+      continue;
+    }
+    if (exists && S_ISFIFO(st.st_mode) && (flags & O_NONBLOCK) == 0) {
+      open_in_child(listener, id, loc.parent.get(), loc.bare, flags, mode);
+      return k_replied;
+    }
+    ::umask(t.umask);
+    int fd = ::openat(loc.parent.get(), loc.bare, flags | O_NOFOLLOW | O_NONBLOCK | k_ours, mode);
+    if (fd < 0 && errno == ELOOP && (flags & O_NOFOLLOW) == 0) continue;  // made a symlink meanwhile
+    return finish_open(fd, flags);
+  }
+  return -ELOOP;
+}
+
+// mkdir, mknod, symlink: 0 or -errno.
+int do_make(const GuardList& list, const Target& t, long nr, int dirfd, const char* path, mode_t mode, dev_t dev,
+            const char* target) {
+  Loc loc;
+  if (int r = resolve(t, dirfd, -1, path, loc); r < 0) return r;
+  if (loc.whole_fd >= 0) return -EEXIST;
+  if (!loc.dot() && refused(list, loc, nr == SYS_mkdir || nr == SYS_mkdirat)) return -EACCES;
+  int rc;
+  if (nr == SYS_mkdir || nr == SYS_mkdirat) {
+    ::umask(t.umask);
+    rc = ::mkdirat(loc.parent.get(), loc.name, mode);
+  } else if (nr == SYS_mknod || nr == SYS_mknodat) {
+    ::umask(t.umask);
+    rc = ::mknodat(loc.parent.get(), loc.name, mode, dev);
+  } else {
+    rc = ::symlinkat(target, loc.parent.get(), loc.name);
+  }
+  return rc == 0 ? 0 : -errno;
+}
+
+int do_link(const GuardList& list, const Target& t, int olddirfd, const char* oldpath, int newdirfd, const char* newpath,
+            int flags) {
+  if ((flags & ~(AT_SYMLINK_FOLLOW | AT_EMPTY_PATH)) != 0) return -EINVAL;
+  UniqueFd src;
+  if ((flags & AT_EMPTY_PATH) != 0 && oldpath[0] == '\0') {
+    int fd = open_dirfd(t, olddirfd);
+    if (fd < 0) return fd;
+    src.reset(fd);
+  } else {
+    Loc from;
+    if (int r = resolve(t, olddirfd, -1, oldpath, from); r < 0) return r;
+    int fd;
+    if (from.whole_fd >= 0) {
+      fd = take_fd(t, from.whole_fd);
+    } else {
+      fd = open_beneath(from.parent.get(), from.name, (flags & AT_SYMLINK_FOLLOW) != 0 ? 0 : O_NOFOLLOW);
+    }
+    if (fd < 0) return fd;
+    src.reset(fd);
+  }
+  struct stat st {};
+  if (::fstat(src.get(), &st) != 0) return -errno;
+  Loc to;
+  if (int r = resolve(t, newdirfd, -1, newpath, to); r < 0) return r;
+  if (to.whole_fd >= 0) return -EEXIST;
+  if (!to.dot() && refused(list, to, false)) return -EACCES;
+  return ::linkat(AT_FDCWD, SelfFd(src.get()).s, to.parent.get(), to.name, AT_SYMLINK_FOLLOW) == 0 ? 0 : -errno;
+}
+
+int do_rename(const GuardList& list, const Target& t, int olddirfd, const char* oldpath, int newdirfd,
+              const char* newpath, unsigned flags) {
+  Loc from, to;
+  if (int r = resolve(t, olddirfd, -1, oldpath, from); r < 0) return r;
+  if (int r = resolve(t, newdirfd, -1, newpath, to); r < 0) return r;
+  if (from.whole_fd >= 0 || to.whole_fd >= 0) return -EXDEV;
+  if (!to.dot() && refused(list, to, false)) return -EACCES;
+  if ((flags & RENAME_EXCHANGE) != 0 && !from.dot() && refused(list, from, false)) return -EACCES;
+  if (::syscall(SYS_renameat2, from.parent.get(), from.name, to.parent.get(), to.name, flags) != 0) return -errno;
+  return 0;
+}
+
+int as_fd(std::uint64_t arg) { return static_cast<int>(static_cast<std::uint32_t>(arg)); }
+
+void handle(int listener, const GuardList& list, const seccomp_notif& req) {
+  const auto& a = req.data.args;
+  long nr = req.data.nr;
+  if (req.data.arch != AUDIT_ARCH_X86_64) return reply(listener, req.id, ENOSYS);
+  Target t;
+  if (int r = open_target(static_cast<pid_t>(req.pid), t); r < 0) return reply(listener, req.id, -r);
+  // Every string is read once, into our memory, before anything is decided.
+  char p1[PATH_MAX], p2[PATH_MAX];
+  int r = 0;
+  switch (nr) {
+    case SYS_open:
+    case SYS_creat:
+    case SYS_mkdir:
+    case SYS_mknod: r = read_str(t, a[0], p1); break;
+    case SYS_openat:
+    case SYS_mkdirat:
+    case SYS_mknodat: r = read_str(t, a[1], p1); break;
+    case SYS_symlink:
+    case SYS_link:
+    case SYS_rename:
+      r = read_str(t, a[0], p1);
+      if (r == 0) r = read_str(t, a[1], p2);
+      break;
+    case SYS_symlinkat:
+      r = read_str(t, a[0], p1);
+      if (r == 0) r = read_str(t, a[2], p2);
+      break;
+    case SYS_linkat:
+    case SYS_renameat:
+    case SYS_renameat2:
+      r = read_str(t, a[1], p1);
+      if (r == 0) r = read_str(t, a[3], p2);
+      break;
+    default: return reply(listener, req.id, ENOSYS);
+  }
+  // The tid read from /proc is still the caller's: it is still waiting for us.
+  if (::ioctl(listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &req.id) != 0) return;
+  if (r < 0) return reply(listener, req.id, -r);
+
+  int res = 0;
+  switch (nr) {
+    case SYS_open:
+    case SYS_creat:
+    case SYS_openat: {
+      int dirfd = nr == SYS_openat ? as_fd(a[0]) : AT_FDCWD;
+      int flags = nr == SYS_open ? static_cast<int>(a[1]) : nr == SYS_openat ? static_cast<int>(a[2]) : (O_CREAT | O_WRONLY | O_TRUNC);
+      auto mode = static_cast<mode_t>(nr == SYS_open ? a[2] : nr == SYS_openat ? a[3] : a[1]);
+      int fd = do_open(list, t, listener, req.id, dirfd, p1, flags, mode);
+      if (fd == k_replied) return;
+      if (fd < 0) return reply(listener, req.id, -fd);
+      reply_fd(listener, req.id, fd, (flags & O_CLOEXEC) != 0);
+      ::close(fd);
+      return;
+    }
+    case SYS_mkdir: res = do_make(list, t, nr, AT_FDCWD, p1, static_cast<mode_t>(a[1]), 0, nullptr); break;
+    case SYS_mkdirat: res = do_make(list, t, nr, as_fd(a[0]), p1, static_cast<mode_t>(a[2]), 0, nullptr); break;
+    case SYS_mknod: res = do_make(list, t, nr, AT_FDCWD, p1, static_cast<mode_t>(a[1]), static_cast<dev_t>(a[2]), nullptr); break;
+    case SYS_mknodat:
+      res = do_make(list, t, nr, as_fd(a[0]), p1, static_cast<mode_t>(a[2]), static_cast<dev_t>(a[3]), nullptr);
+      break;
+    case SYS_symlink: res = do_make(list, t, nr, AT_FDCWD, p2, 0, 0, p1); break;
+    case SYS_symlinkat: res = do_make(list, t, nr, as_fd(a[1]), p2, 0, 0, p1); break;
+    case SYS_link: res = do_link(list, t, AT_FDCWD, p1, AT_FDCWD, p2, 0); break;
+    case SYS_linkat: res = do_link(list, t, as_fd(a[0]), p1, as_fd(a[2]), p2, static_cast<int>(a[4])); break;
+    case SYS_rename: res = do_rename(list, t, AT_FDCWD, p1, AT_FDCWD, p2, 0); break;
+    case SYS_renameat: res = do_rename(list, t, as_fd(a[0]), p1, as_fd(a[2]), p2, 0); break;
+    case SYS_renameat2:
+      res = do_rename(list, t, as_fd(a[0]), p1, as_fd(a[2]), p2, static_cast<unsigned>(a[4]));
+      break;
+    default: res = -ENOSYS;
+  }
+  reply(listener, req.id, -res);
+}
+
+}  // namespace
+
+int guard_check(const GuardList& list, const char* full, bool is_mkdir) {
+  std::size_t n = std::strlen(full);
+  for (std::size_t i = 0; i < list.count; ++i) {
+    const char* p = list.paths[i];
+    if (std::strcmp(p, full) == 0) return EACCES;
+    if (!is_mkdir && std::strncmp(p, full, n) == 0 && p[n] == '/') return EACCES;
+  }
+  return 0;
+}
+
+int install_guard(const sock_filter* filter, std::size_t n) {
+  sock_fprog prog{static_cast<unsigned short>(n), const_cast<sock_filter*>(filter)};
+  return static_cast<int>(::syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
+                                    SECCOMP_FILTER_FLAG_NEW_LISTENER | SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV, &prog));
+}
+
+bool serve_guard(int listener, const GuardList& list) {
+  seccomp_notif req;
+  std::memset(&req, 0, sizeof req);
+  if (::ioctl(listener, SECCOMP_IOCTL_NOTIF_RECV, &req) != 0) return errno == EINTR || errno == ENOENT;
+  handle(listener, list, req);
+  return true;
+}
+
+}  // namespace zb::exec

@@ -1,0 +1,54 @@
+// The create guard: protected and denied paths that do not exist yet have no inode for
+// the mount plan to cover, so the kernel alone cannot refuse their creation. The command
+// runs under a second seccomp filter (build_guard_filter) that turns every system call
+// able to give a path a new name (open with O_CREAT, mkdir, mknod, symlink, link,
+// rename) into a user notification for init, which does the call itself, unless its
+// result would be one of those paths, or anything but a new empty directory in place of
+// one of their ancestors: a directory or symlink moved there would bring the path along,
+// and a file there (".git" as a gitfile) can point elsewhere. Those get EACCES.
+//
+// init does the call, rather than checking and letting the kernel go on
+// (SECCOMP_USER_NOTIF_FLAG_CONTINUE), because the kernel would read the path again from
+// the command's memory, which another of its threads may have changed meanwhile. init
+// reads each string once, resolves the parent directory to an fd, checks the real path
+// of that fd, and acts on the fd. It serves one call at a time, and every call that can
+// move a directory comes through it, so nothing in the sandbox can rename a checked
+// parent between the check and the act.
+//
+// init runs with the command's uid, Landlock domain, mounts, umask (read per call) and
+// no capability but CAP_SYS_PTRACE (to read the memory of a command that made itself
+// non-dumpable). It resolves paths without following /proc magic links, after putting
+// the command's own /proc/self, /proc/thread-self, /dev/fd and /dev/std* in place, and
+// refuses /proc directories of other processes, so the command cannot borrow init's
+// identity (init's own fds or memory).
+//
+// Like init, this runs in a copy of a multi-threaded process: no allocation, no throw.
+#pragma once
+
+#include <linux/filter.h>
+
+#include <cstddef>
+
+namespace zb::exec {
+
+// Absolute, canonical paths that must not come into being.
+struct GuardList {
+  const char* const* paths;
+  std::size_t count;
+};
+
+// Loads `filter` with a new listener, killable-only waits once a call is taken, on the
+// calling thread (the command's, before execve). The listener fd, or -1 with errno.
+int install_guard(const sock_filter* filter, std::size_t n);
+
+// Takes one notification from `listener` and answers it. Calls that would block (opening
+// a FIFO with no peer) are finished by a short-lived child process of init, which init's
+// reaping loop collects. false when the listener has no more targets.
+bool serve_guard(int listener, const GuardList& list);
+
+// The decision alone, for tests: 0 to allow making `full` (a canonical path), EACCES to
+// refuse. `is_mkdir`: the new entry is an empty directory made by mkdir, which may stand
+// where a guarded path's ancestor belongs.
+int guard_check(const GuardList& list, const char* full, bool is_mkdir);
+
+}  // namespace zb::exec

@@ -1,0 +1,190 @@
+#!/usr/bin/env python3
+"""Tries, from inside the sandbox, every way to bring an absent protected path into being.
+
+Run by t_protect.sh with the working directory set to a writable repository R where
+.envrc, .bashrc, .config/fish and .git/hooks do not exist (.git does). Prints one line per
+check, "ok ..." or "FAIL ...", and exits with the number of failures. It also checks that
+ordinary creation keeps its semantics (umask, O_EXCL, O_CLOEXEC, FIFOs, O_TMPFILE).
+"""
+import ctypes
+import errno
+import os
+import sys
+import threading
+
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+R = os.getcwd()
+failures = 0
+
+
+def check(name, cond, detail=""):
+    global failures
+    if cond:
+        print("ok", name)
+    else:
+        failures += 1
+        print("FAIL", name, detail)
+
+
+def refused(name, fn, codes=(errno.EACCES,)):
+    try:
+        fn()
+    except OSError as e:
+        check(name, e.errno in codes, f"errno {e.errno} ({e.strerror})")
+        return
+    check(name, False, "it succeeded")
+
+
+def absent(*names):
+    return all(not os.path.lexists(os.path.join(R, n)) for n in names)
+
+
+W = os.O_WRONLY | os.O_CREAT
+
+# Plain creation, by every spelling of the path.
+dirfd = os.open(R, os.O_RDONLY | os.O_DIRECTORY)
+os.mkdir("sub")
+for label, path in [
+    ("relative", ".envrc"),
+    ("absolute", R + "/.envrc"),
+    ("dot-dot", "sub/../.envrc"),
+    ("/proc/self/cwd", "/proc/self/cwd/.envrc"),
+    ("/proc/thread-self/cwd", "/proc/thread-self/cwd/.envrc"),
+    ("/proc/self/fd/N", f"/proc/self/fd/{dirfd}/.envrc"),
+    ("/dev/fd/N", f"/dev/fd/{dirfd}/.envrc"),
+    ("/proc/PID/cwd", f"/proc/{os.getpid()}/cwd/.envrc"),
+]:
+    refused(f"open O_CREAT {label}", lambda p=path: os.open(p, W, 0o644), (errno.EACCES, errno.ELOOP))
+refused("openat(dirfd) O_CREAT", lambda: os.open(".envrc", W, 0o644, dir_fd=dirfd))
+refused("creat()", lambda: libc.creat(b".bashrc", 0o644) >= 0 or (_ for _ in ()).throw(OSError(ctypes.get_errno(), "creat")))
+refused("mkfifo", lambda: os.mkfifo(".envrc"))
+refused("mknod", lambda: os.mknod(".bashrc", 0o600))
+refused("symlink at the name", lambda: os.symlink("/etc/passwd", ".envrc"))
+refused("mkdir .git/hooks", lambda: os.mkdir(".git/hooks"))
+
+# Through symlinks the command makes.
+os.symlink(".envrc", "dangling")
+refused("O_CREAT through a dangling symlink", lambda: os.open("dangling", W, 0o644))
+os.symlink("dangling", "chain")
+refused("O_CREAT through a chain of symlinks", lambda: os.open("chain", W, 0o644))
+os.symlink(R + "/.bashrc", "sub/abs")
+refused("O_CREAT through an absolute symlink", lambda: os.open("sub/abs", W, 0o644))
+os.symlink(".", "here")
+refused("O_CREAT below a symlinked directory", lambda: os.open("here/here/.envrc", W, 0o644))
+os.symlink(R, "/tmp/r-link")
+refused("O_CREAT through a symlink from /tmp", lambda: os.open("/tmp/r-link/.envrc", W, 0o644))
+os.symlink(".git", "g")
+refused("mkdir through a symlink to .git", lambda: os.mkdir("g/hooks"))
+
+# Ancestors: a directory or symlink moved into place brings the path along.
+os.mkdir(".config")
+refused("mkdir .config/fish", lambda: os.mkdir(".config/fish"))
+refused("makedirs", lambda: os.makedirs(".config/fish/conf.d"))
+os.rmdir(".config")
+os.makedirs("prep/fish")
+refused("rename a directory holding fish/ to .config", lambda: os.rename("prep", ".config"))
+refused("symlink .config -> prep", lambda: os.symlink("prep", ".config"))
+os.mkdir(".config")
+refused("rename over an empty .config", lambda: os.rename("prep", ".config"))
+os.rmdir(".config")
+os.makedirs("fakegit/hooks")
+RENAME_EXCHANGE = 2
+AT_FDCWD = -100
+
+
+def renameat2(a, b, flags):
+    if libc.syscall(316, AT_FDCWD, a.encode(), AT_FDCWD, b.encode(), flags) != 0:
+        e = ctypes.get_errno()
+        raise OSError(e, os.strerror(e))
+
+
+refused("RENAME_EXCHANGE a directory with .git", lambda: renameat2("fakegit", ".git", RENAME_EXCHANGE))
+check(".git is still the repository", os.path.exists(".git/HEAD"))
+
+# Hard links and renames onto the name.
+with open("plain", "w") as f:
+    f.write("x")
+refused("link()", lambda: os.link("plain", ".envrc"))
+refused("rename()", lambda: os.rename("plain", ".envrc"))
+refused("renameat2(NOREPLACE)", lambda: renameat2("plain", ".bashrc", 1))
+tmp = os.open(".", os.O_TMPFILE | os.O_WRONLY, 0o600)
+refused("linkat an O_TMPFILE to the name", lambda: os.link(f"/proc/self/fd/{tmp}", ".envrc", follow_symlinks=True))
+os.link(f"/proc/self/fd/{tmp}", "tmpfile-named", follow_symlinks=True)
+check("linkat an O_TMPFILE elsewhere works", os.path.isfile("tmpfile-named"))
+os.close(tmp)
+os.symlink("prep2", "lnk-to-dir")
+refused("hard link of a symlink to an ancestor", lambda: os.link("lnk-to-dir", ".config", follow_symlinks=False))
+
+# A thread rewrites the path between the check and the use.
+buf = ctypes.create_string_buffer(64)
+stop = False
+ok_name, bad_name = b"race-ok-file", b".envrc"
+
+
+def flip():
+    while not stop:
+        ctypes.memmove(buf, bad_name + b"\0", len(bad_name) + 1)
+        ctypes.memmove(buf, ok_name + b"\0", len(ok_name) + 1)
+
+
+th = threading.Thread(target=flip)
+th.start()
+for _ in range(3000):
+    fd = libc.open(buf, W, 0o644)
+    if fd >= 0:
+        os.close(fd)
+    libc.mkdir(buf, 0o755)
+stop = True
+th.join()
+check("racing thread: the name never created", absent(".envrc"))
+
+# init's identity is not the command's to borrow.
+refused("O_CREAT on /proc/1/mem", lambda: os.open("/proc/1/mem", os.O_RDWR | os.O_CREAT), (errno.EACCES, errno.EPERM))
+os.symlink("/proc/1", "p1")
+refused("O_CREAT on init's mem through a symlink", lambda: os.open("p1/mem", os.O_RDWR | os.O_CREAT), (errno.EACCES, errno.EPERM))
+refused("O_CREAT in init's fd directory", lambda: os.open("/proc/1/fd/0", os.O_RDWR | os.O_CREAT), (errno.EACCES, errno.EPERM))
+if libc.syscall(437, AT_FDCWD, b"x", ctypes.c_void_p(0), 0) == -1:  # openat2
+    check("openat2 answers ENOSYS", ctypes.get_errno() == errno.ENOSYS, f"errno {ctypes.get_errno()}")
+check("bad pointer is EFAULT", libc.syscall(83, ctypes.c_void_p(1), 0o755) == -1 and ctypes.get_errno() == errno.EFAULT)
+
+# Ordinary creation keeps its semantics.
+old = os.umask(0o027)
+fd = os.open("umask-file", W | os.O_CLOEXEC, 0o666)
+check("umask applies", os.stat("umask-file").st_mode & 0o777 == 0o640, oct(os.stat("umask-file").st_mode))
+check("O_CLOEXEC kept", os.get_inheritable(fd) is False)
+os.close(fd)
+fd = libc.open(b"inherit-file", W, 0o644)  # os.open would add O_CLOEXEC itself
+check("no O_CLOEXEC: inheritable", fd >= 0 and os.get_inheritable(fd) is True)
+os.close(fd)
+os.mkdir("umask-dir", 0o777)
+check("umask applies to mkdir", os.stat("umask-dir").st_mode & 0o777 == 0o750)
+os.umask(old)
+refused("O_EXCL on an existing file", lambda: os.open("umask-file", W | os.O_EXCL), (errno.EEXIST,))
+fd = os.open("umask-file", os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+check("O_APPEND kept", os.get_blocking(fd) and (libc.fcntl(fd, 3) & os.O_APPEND) != 0)
+os.close(fd)
+os.mkfifo("fifo")
+got = []
+t = threading.Thread(target=lambda: got.append(open("fifo").read()))
+t.start()
+with open("fifo", "w") as f:  # O_CREAT, writer may come first: must wait, not fail
+    f.write("through the fifo")
+t.join()
+check("FIFO opened with O_CREAT before its reader", got == ["through the fifo"], repr(got))
+refused("/dev/tty: no controlling terminal", lambda: os.open("/dev/tty", os.O_RDWR | os.O_CREAT), (errno.ENXIO,))
+os.makedirs("a/b/c/d")
+for i in range(200):
+    with open(f"a/b/c/d/f{i}", "w") as f:
+        f.write(str(i))
+check("200 files in a new tree", len(os.listdir("a/b/c/d")) == 200)
+os.rename("a", "renamed")
+check("rename of a tree", os.path.isfile("renamed/b/c/d/f7"))
+libc.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0, as ssh-agent does
+fd = os.open("after-nondumpable", W, 0o644)
+os.close(fd)
+check("a non-dumpable process still creates files", os.path.isfile("after-nondumpable"))
+refused("... and is still refused the name", lambda: os.open(".envrc", W, 0o644))
+
+check("nothing protected exists", absent(".envrc", ".bashrc", ".config", ".git/hooks"))
+sys.exit(min(failures, 100))
