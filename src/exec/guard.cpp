@@ -7,6 +7,7 @@
 #include <linux/seccomp.h>
 #include <signal.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
@@ -59,6 +60,13 @@ struct Buf {
   }
 };
 
+// init's umask, for the kernel to apply as it would have for the caller.
+void set_umask(mode_t m) {
+  static mode_t current = 01000;  // none yet
+  if (m != current) ::umask(m);
+  current = m;
+}
+
 // The calling thread of a notification. Its memory is read with process_vm_readv and its
 // fds taken with pidfd_getfd: both need only ptrace access (init's CAP_SYS_PTRACE in the
 // sandbox's namespace covers a non-dumpable command), where /proc/PID/mem and fd/ also
@@ -66,9 +74,36 @@ struct Buf {
 // host's root.
 struct Target {
   pid_t tid = 0;
-  pid_t tgid = 0;
-  mode_t umask = 022;
-  UniqueFd pidfd;
+  GuardState* state = nullptr;
+
+  pid_t tgid() {
+    load_status();
+    return m_tgid;
+  }
+  // The initial umask, unless a process of the sandbox has called umask() since.
+  mode_t umask() {
+    if (!state->umask_changed) return state->umask;
+    load_status();
+    return m_umask;
+  }
+  int pidfd() {
+    if (m_pidfd < 0) {
+      // The thread's own fd table (it may have unshared it); the process's before Linux 6.9.
+      m_owned.reset(static_cast<int>(::syscall(SYS_pidfd_open, tid, k_pidfd_thread)));
+      if (!m_owned && tgid() > 0) m_owned.reset(static_cast<int>(::syscall(SYS_pidfd_open, m_tgid, 0U)));
+      m_pidfd = m_owned.get();
+    }
+    return m_pidfd;
+  }
+
+ private:
+  static constexpr unsigned k_pidfd_thread = O_EXCL;  // PIDFD_THREAD, Linux 6.9
+  void load_status();
+  bool m_loaded = false;
+  pid_t m_tgid = 0;
+  mode_t m_umask = 022;
+  int m_pidfd = -1;
+  UniqueFd m_owned;
 };
 
 // p if it starts with `prefix` as whole path components: what follows ("" or "/..."),
@@ -80,9 +115,9 @@ const char* after(const char* p, const char* prefix) {
 }
 
 // What follows "/proc/TID", "/proc/TGID" or "/proc/TGID/task/TID" in p, if it starts so.
-const char* own_proc(const Target& t, const char* p) {
+const char* own_proc(Target& t, const char* p) {
   Buf a, b;
-  a.add("/proc/").num(static_cast<unsigned long>(t.tgid));
+  a.add("/proc/").num(static_cast<unsigned long>(t.tgid()));
   b.add("/proc/").num(static_cast<unsigned long>(t.tid));
   if (const char* r = after(p, a.s)) {
     Buf task;
@@ -93,37 +128,54 @@ const char* own_proc(const Target& t, const char* p) {
   return after(p, b.s);
 }
 
-constexpr unsigned k_pidfd_thread = O_EXCL;  // PIDFD_THREAD, Linux 6.9
-
-int open_target(pid_t tid, Target& t) {
-  t.tid = tid;
-  Buf st;
-  st.add("/proc/").num(static_cast<unsigned long>(tid)).add("/status");
-  UniqueFd fd(::open(st.s, O_RDONLY | O_CLOEXEC));
-  if (!fd) return -errno;
+void Target::load_status() {
+  if (m_loaded) return;
+  m_loaded = true;
+  m_umask = state->umask;
+  GuardState& st = *state;
+  for (auto& e : st.seen) {
+    if (e.tid != tid || e.pidfd < 0) continue;
+    // Still the same thread (a pidfd outlives a reused tid), and no umask() since.
+    if (e.umask_calls == st.umask_calls && ::syscall(SYS_pidfd_send_signal, e.pidfd, 0, nullptr, 0U) == 0) {
+      m_tgid = e.tgid;
+      m_umask = e.umask;
+      m_pidfd = e.pidfd;
+      return;
+    }
+    ::close(e.pidfd);
+    e.pidfd = -1;
+    e.tid = 0;
+  }
+  Buf path;
+  path.add("/proc/").num(static_cast<unsigned long>(tid)).add("/status");
+  UniqueFd fd(::open(path.s, O_RDONLY | O_CLOEXEC));
+  if (!fd) return;
   char buf[2048];
   ssize_t n = ::read(fd.get(), buf, sizeof buf - 1);
-  if (n <= 0) return -EIO;
+  if (n <= 0) return;
   buf[n] = '\0';
-  const char* u = std::strstr(buf, "\nUmask:\t");
-  const char* g = std::strstr(buf, "\nTgid:\t");
-  if (u == nullptr || g == nullptr) return -EIO;
-  t.umask = static_cast<mode_t>(std::strtoul(u + 8, nullptr, 8)) & 0777;
-  t.tgid = static_cast<pid_t>(std::strtol(g + 7, nullptr, 10));
-  // The thread's own fd table (it may have unshared it); the process's before Linux 6.9.
-  t.pidfd.reset(static_cast<int>(::syscall(SYS_pidfd_open, tid, k_pidfd_thread)));
-  if (!t.pidfd) t.pidfd.reset(static_cast<int>(::syscall(SYS_pidfd_open, t.tgid, 0U)));
-  return t.pidfd ? 0 : -errno;
+  if (const char* u = std::strstr(buf, "\nUmask:\t")) m_umask = static_cast<mode_t>(std::strtoul(u + 8, nullptr, 8)) & 0777;
+  if (const char* g = std::strstr(buf, "\nTgid:\t")) m_tgid = static_cast<pid_t>(std::strtol(g + 7, nullptr, 10));
+  // Remembered with a pidfd taken after the read: if the tid was reused in between, the
+  // check above fails next time (the caller is still waiting, so it was not).
+  int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, tid, k_pidfd_thread));
+  if (pidfd < 0) return;
+  auto& e = st.seen[st.next_seen++ % (sizeof st.seen / sizeof st.seen[0])];
+  if (e.pidfd >= 0) ::close(e.pidfd);
+  e = {tid, pidfd, m_tgid, m_umask, st.umask_calls};
+  m_pidfd = pidfd;
 }
 
 // A NUL-terminated string at `addr` in the target, of at most PATH_MAX bytes with the NUL.
-int read_str(const Target& t, std::uint64_t addr, char* out) {
+int read_str(Target& t, std::uint64_t addr, char* out) {
   if (addr == 0) return -EFAULT;
   std::size_t got = 0;
   while (got < PATH_MAX) {
     std::uint64_t at = addr + got;
-    // Page by page, so that a string ending just before unmapped memory is read whole.
+    // Page by page, so that a string ending just before unmapped memory is read whole;
+    // most paths are short, so 256 bytes first.
     std::size_t chunk = 4096 - static_cast<std::size_t>(at & 4095);
+    if (got == 0 && chunk > 256) chunk = 256;
     if (chunk > PATH_MAX - got) chunk = PATH_MAX - got;
     iovec local{out + got, chunk};
     iovec remote{reinterpret_cast<void*>(at), chunk};
@@ -136,14 +188,14 @@ int read_str(const Target& t, std::uint64_t addr, char* out) {
 }
 
 // One of the target's fds, as an fd of ours.
-int take_fd(const Target& t, int fd) {
+int take_fd(Target& t, int fd) {
   if (fd < 0) return -EBADF;
-  int got = static_cast<int>(::syscall(SYS_pidfd_getfd, t.pidfd.get(), fd, 0U));
+  int got = static_cast<int>(::syscall(SYS_pidfd_getfd, t.pidfd(), fd, 0U));
   return got < 0 ? -errno : got;
 }
 
 // The target's dirfd argument (AT_FDCWD: its working directory) as an fd of ours.
-int open_dirfd(const Target& t, int dirfd) {
+int open_dirfd(Target& t, int dirfd) {
   if (dirfd != AT_FDCWD) return take_fd(t, dirfd);
   Buf p;
   p.add("/proc/").num(static_cast<unsigned long>(t.tid)).add("/cwd");
@@ -188,7 +240,7 @@ struct Loc {
 // base >= 0, to that directory of ours, for a symlink's target), with the target's own
 // /proc/self, /proc/thread-self, /dev/fd and /dev/std* in place, without following any
 // other magic link, and refusing other processes' /proc directories.
-int resolve(const Target& t, int dirfd, int base, const char* path, Loc& loc) {
+int resolve(Target& t, int dirfd, int base, const char* path, Loc& loc) {
   if (path[0] == '\0') return -ENOENT;
   UniqueFd owned;
   int at = base;
@@ -198,14 +250,14 @@ int resolve(const Target& t, int dirfd, int base, const char* path, Loc& loc) {
     at = AT_FDCWD;
     const char* r;
     if ((r = after(path, "/proc/self")) != nullptr) {
-      tr.add("/proc/").num(static_cast<unsigned long>(t.tgid)).add(r);
+      tr.add("/proc/").num(static_cast<unsigned long>(t.tgid())).add(r);
     } else if ((r = after(path, "/proc/thread-self")) != nullptr) {
-      tr.add("/proc/").num(static_cast<unsigned long>(t.tgid)).add("/task/").num(static_cast<unsigned long>(t.tid)).add(r);
+      tr.add("/proc/").num(static_cast<unsigned long>(t.tgid())).add("/task/").num(static_cast<unsigned long>(t.tid)).add(r);
     } else if ((r = after(path, "/dev/fd")) != nullptr) {
-      tr.add("/proc/").num(static_cast<unsigned long>(t.tgid)).add("/fd").add(r);
+      tr.add("/proc/").num(static_cast<unsigned long>(t.tgid())).add("/fd").add(r);
     } else if (std::strcmp(path, "/dev/stdin") == 0 || std::strcmp(path, "/dev/stdout") == 0 ||
                std::strcmp(path, "/dev/stderr") == 0) {
-      tr.add("/proc/").num(static_cast<unsigned long>(t.tgid)).add("/fd/").num(path[8] == 'i' ? 0 : path[8] == 'o' ? 1 : 2);
+      tr.add("/proc/").num(static_cast<unsigned long>(t.tgid())).add("/fd/").num(path[8] == 'i' ? 0 : path[8] == 'o' ? 1 : 2);
     } else {
       tr.add(path);
     }
@@ -358,7 +410,7 @@ void open_in_child(int listener, std::uint64_t id, int parent, const char* name,
 }
 
 // open, openat, creat: an fd of ours to hand over, -errno, or k_replied.
-int do_open(const GuardList& list, const Target& t, int listener, std::uint64_t id, int dirfd, char* path, int flags,
+int do_open(const GuardList& list, Target& t, int listener, std::uint64_t id, int dirfd, char* path, int flags,
             mode_t mode) {
   constexpr int k_ours = O_CLOEXEC | O_NOCTTY;
   UniqueFd link_dir;  // the directory of the last symlink followed
@@ -390,7 +442,7 @@ int do_open(const GuardList& list, const Target& t, int listener, std::uint64_t 
       open_in_child(listener, id, loc.parent.get(), loc.bare, flags, mode);
       return k_replied;
     }
-    ::umask(t.umask);
+    set_umask(t.umask());
     int fd = ::openat(loc.parent.get(), loc.bare, flags | O_NOFOLLOW | O_NONBLOCK | k_ours, mode);
     if (fd < 0 && errno == ELOOP && (flags & O_NOFOLLOW) == 0) continue;  // made a symlink meanwhile
     return finish_open(fd, flags);
@@ -399,7 +451,7 @@ int do_open(const GuardList& list, const Target& t, int listener, std::uint64_t 
 }
 
 // mkdir, mknod, symlink: 0 or -errno.
-int do_make(const GuardList& list, const Target& t, long nr, int dirfd, const char* path, mode_t mode, dev_t dev,
+int do_make(const GuardList& list, Target& t, long nr, int dirfd, const char* path, mode_t mode, dev_t dev,
             const char* target) {
   Loc loc;
   if (int r = resolve(t, dirfd, -1, path, loc); r < 0) return r;
@@ -407,10 +459,10 @@ int do_make(const GuardList& list, const Target& t, long nr, int dirfd, const ch
   if (!loc.dot() && refused(list, loc, nr == SYS_mkdir || nr == SYS_mkdirat)) return -EACCES;
   int rc;
   if (nr == SYS_mkdir || nr == SYS_mkdirat) {
-    ::umask(t.umask);
+    set_umask(t.umask());
     rc = ::mkdirat(loc.parent.get(), loc.name, mode);
   } else if (nr == SYS_mknod || nr == SYS_mknodat) {
-    ::umask(t.umask);
+    set_umask(t.umask());
     rc = ::mknodat(loc.parent.get(), loc.name, mode, dev);
   } else {
     rc = ::symlinkat(target, loc.parent.get(), loc.name);
@@ -418,7 +470,7 @@ int do_make(const GuardList& list, const Target& t, long nr, int dirfd, const ch
   return rc == 0 ? 0 : -errno;
 }
 
-int do_link(const GuardList& list, const Target& t, int olddirfd, const char* oldpath, int newdirfd, const char* newpath,
+int do_link(const GuardList& list, Target& t, int olddirfd, const char* oldpath, int newdirfd, const char* newpath,
             int flags) {
   if ((flags & ~(AT_SYMLINK_FOLLOW | AT_EMPTY_PATH)) != 0) return -EINVAL;
   UniqueFd src;
@@ -447,7 +499,7 @@ int do_link(const GuardList& list, const Target& t, int olddirfd, const char* ol
   return ::linkat(AT_FDCWD, SelfFd(src.get()).s, to.parent.get(), to.name, AT_SYMLINK_FOLLOW) == 0 ? 0 : -errno;
 }
 
-int do_rename(const GuardList& list, const Target& t, int olddirfd, const char* oldpath, int newdirfd,
+int do_rename(const GuardList& list, Target& t, int olddirfd, const char* oldpath, int newdirfd,
               const char* newpath, unsigned flags) {
   Loc from, to;
   if (int r = resolve(t, olddirfd, -1, oldpath, from); r < 0) return r;
@@ -461,12 +513,104 @@ int do_rename(const GuardList& list, const Target& t, int olddirfd, const char* 
 
 int as_fd(std::uint64_t arg) { return static_cast<int>(static_cast<std::uint32_t>(arg)); }
 
-void handle(int listener, const GuardList& list, const seccomp_notif& req) {
+bool among(const char* const* names, std::size_t n, const char* name, std::size_t len) {
+  for (std::size_t i = 0; i < n; ++i) {
+    if (std::strncmp(names[i], name, len) == 0 && names[i][len] == '\0') return true;
+  }
+  return false;
+}
+
+// Calls whose last name appears in no guarded path cannot make one, wherever they land,
+// so they skip the real path and the symlink walk: a new file is one openat2() (it never
+// follows a symlink or a magic link, and O_EXCL makes it new: an existing name may be a
+// FIFO or a terminal, for the full way), a directory one mkdirat(). A path through a
+// magic link (/proc/self/fd/N, /dev/fd/N, /proc/self/cwd) fails with ELOOP and takes the
+// full way, which puts the command's own in place; nothing can be made in /proc.
+// true: answered.
+bool fast_path(int listener, Target& t, const seccomp_notif& req, const char* path) {
+  long nr = req.data.nr;
+  const auto& a = req.data.args;
+  bool is_open = nr == SYS_open || nr == SYS_openat || nr == SYS_creat;
+  bool is_mkdir = nr == SYS_mkdir || nr == SYS_mkdirat;
+  if (!is_open && !is_mkdir) return false;
+  if (path[0] == '\0') return false;
+  std::size_t n = std::strlen(path);
+  if (path[n - 1] == '/') return false;
+  const char* slash = std::strrchr(path, '/');
+  const char* name = slash != nullptr ? slash + 1 : path;
+  std::size_t len = static_cast<std::size_t>(path + n - name);
+  if ((len == 1 && name[0] == '.') || (len == 2 && name[0] == '.' && name[1] == '.')) return false;
+  const GuardState& st = *t.state;
+  if (is_open ? among(st.names, st.n_names, name, len) : among(st.leaves, st.n_leaves, name, len)) return false;
+
+  UniqueFd base;
+  int at = AT_FDCWD;
+  if (path[0] != '/') {
+    int fd = open_dirfd(t, (nr == SYS_openat || nr == SYS_mkdirat) ? as_fd(a[0]) : AT_FDCWD);
+    if (fd < 0) return false;
+    base.reset(fd);
+    at = fd;
+  }
+  if (is_open) {
+    int flags = nr == SYS_open ? static_cast<int>(a[1]) : nr == SYS_openat ? static_cast<int>(a[2]) : (O_CREAT | O_WRONLY | O_TRUNC);
+    auto mode = static_cast<mode_t>(nr == SYS_open ? a[2] : nr == SYS_openat ? a[3] : a[1]);
+    open_how how{};
+    how.flags = static_cast<std::uint64_t>(static_cast<unsigned>(flags | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY));
+    how.mode = mode & 07777;
+    how.resolve = RESOLVE_NO_MAGICLINKS;
+    set_umask(t.umask());
+    int fd = static_cast<int>(::syscall(SYS_openat2, at, path, &how, sizeof how));
+    if (fd < 0) {
+      int err = errno;
+      if (err == EEXIST && (flags & O_EXCL) != 0) {
+        reply(listener, req.id, EEXIST);
+        return true;
+      }
+      if (err == EEXIST || err == ELOOP || err == EINVAL) return false;
+      reply(listener, req.id, err);
+      return true;
+    }
+    reply_fd(listener, req.id, fd, (flags & O_CLOEXEC) != 0);
+    ::close(fd);
+    return true;
+  }
+  Buf dir;
+  if (slash == nullptr) {
+    dir.add(".");
+  } else {
+    dir.add(path, static_cast<std::size_t>(slash - path) + 1);
+  }
+  if (!dir.ok) return false;
+  int parent = open_beneath(at, dir.s, O_DIRECTORY);
+  if (parent < 0) {
+    if (parent == -ELOOP) return false;
+    reply(listener, req.id, -parent);
+    return true;
+  }
+  UniqueFd p(parent);
+  set_umask(t.umask());
+  int rc = ::mkdirat(parent, name, static_cast<mode_t>(nr == SYS_mkdir ? a[1] : a[2]));
+  reply(listener, req.id, rc == 0 ? 0 : errno);
+  return true;
+}
+
+void handle(int listener, GuardState& state, const seccomp_notif& req) {
   const auto& a = req.data.args;
   long nr = req.data.nr;
   if (req.data.arch != AUDIT_ARCH_X86_64) return reply(listener, req.id, ENOSYS);
+  if (nr == SYS_umask) {
+    state.umask_changed = true;
+    ++state.umask_calls;
+    seccomp_notif_resp r{};
+    r.id = req.id;
+    r.flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
+    ::ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &r);
+    return;
+  }
+  const GuardList& list = state.list;
   Target t;
-  if (int r = open_target(static_cast<pid_t>(req.pid), t); r < 0) return reply(listener, req.id, -r);
+  t.tid = static_cast<pid_t>(req.pid);
+  t.state = &state;
   // Every string is read once, into our memory, before anything is decided.
   char p1[PATH_MAX], p2[PATH_MAX];
   int r = 0;
@@ -496,9 +640,10 @@ void handle(int listener, const GuardList& list, const seccomp_notif& req) {
       break;
     default: return reply(listener, req.id, ENOSYS);
   }
-  // The tid read from /proc is still the caller's: it is still waiting for us.
+  // The caller is still waiting, so its tid is still its own when /proc is read below.
   if (::ioctl(listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &req.id) != 0) return;
   if (r < 0) return reply(listener, req.id, -r);
+  if (fast_path(listener, t, req, p1)) return;
 
   int res = 0;
   switch (nr) {
@@ -553,11 +698,61 @@ int install_guard(const sock_filter* filter, std::size_t n) {
                                     SECCOMP_FILTER_FLAG_NEW_LISTENER | SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV, &prog));
 }
 
-bool serve_guard(int listener, const GuardList& list) {
+bool serve_guard(int listener, GuardState& state) {
   seccomp_notif req;
   std::memset(&req, 0, sizeof req);
   if (::ioctl(listener, SECCOMP_IOCTL_NOTIF_RECV, &req) != 0) return errno == EINTR || errno == ENOENT;
-  handle(listener, list, req);
+  handle(listener, state, req);
+  return true;
+}
+
+bool prepare_guard(const GuardList& in, GuardState& out) {
+  // Room for the paths and, at most, one name per byte of them.
+  std::size_t text = 0;
+  for (std::size_t i = 0; i < in.count; ++i) text += std::strlen(in.paths[i]) + 1;
+  std::size_t bytes = (in.count + 2 * text) * sizeof(char*) + 2 * text;
+  void* m = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (m == MAP_FAILED) return false;
+  auto** paths = static_cast<const char**>(m);
+  auto** names = paths + in.count;
+  auto** leaves = names + text;
+  char* pool = reinterpret_cast<char*>(leaves + text);
+  std::size_t n_names = 0, n_leaves = 0;
+  auto seen = [](const char* const* list, std::size_t n, const char* name) {
+    for (std::size_t i = 0; i < n; ++i) {
+      if (std::strcmp(list[i], name) == 0) return true;
+    }
+    return false;
+  };
+  for (std::size_t i = 0; i < in.count; ++i) {
+    std::size_t len = std::strlen(in.paths[i]);
+    std::memcpy(pool, in.paths[i], len + 1);
+    paths[i] = pool;
+    pool += len + 1;
+    // Each name, NUL-terminated, in a second copy.
+    char* names_copy = pool;
+    std::memcpy(names_copy, in.paths[i], len + 1);
+    pool += len + 1;
+    char* last = nullptr;
+    for (char* c = names_copy; *c != '\0';) {
+      if (*c == '/') {
+        *c++ = '\0';
+        continue;
+      }
+      char* start = c;
+      while (*c != '\0' && *c != '/') ++c;
+      bool end = *c == '\0';
+      if (!end) *c++ = '\0';
+      if (!seen(names, n_names, start)) names[n_names++] = start;
+      last = start;
+      if (end) break;
+    }
+    if (last != nullptr && !seen(leaves, n_leaves, last)) leaves[n_leaves++] = last;
+  }
+  mode_t um = ::umask(022);
+  ::umask(um);
+  out = GuardState{{paths, in.count}, names, n_names, leaves, n_leaves, um, false, 0, {}, 0};
+  for (auto& e : out.seen) e = {0, -1, 0, 0, 0};
   return true;
 }
 

@@ -37,14 +37,44 @@ struct GuardList {
   std::size_t count;
 };
 
+// What init serves the guard with: the paths, every name that appears in them (a call
+// whose last name is none of these can make nothing guarded, wherever it lands), and the
+// command's umask while nothing has changed it.
+struct GuardState {
+  GuardList list;
+  const char* const* names;
+  std::size_t n_names;
+  const char* const* leaves;  // the last names
+  std::size_t n_leaves;
+  unsigned umask;             // init's own at start, which the command inherits
+  bool umask_changed;         // a process in the sandbox called umask()
+  unsigned umask_calls;       // how many times: what was read of a thread before is stale
+  // What /proc/TID/status said (tgid, umask), per thread, while it lives (its pidfd) and
+  // nothing called umask() since. Reading it costs more than the rest of a call.
+  struct Seen {
+    int tid;
+    int pidfd;
+    int tgid;
+    unsigned umask;
+    unsigned umask_calls;
+  } seen[32];
+  unsigned next_seen;
+};
+
+// Copies `in` into a private mapping of init's (the caller's memory may go), with the
+// names. false when the mapping fails.
+bool prepare_guard(const GuardList& in, GuardState& out);
+
 // Loads `filter` with a new listener, killable-only waits once a call is taken, on the
 // calling thread (the command's, before execve). The listener fd, or -1 with errno.
 int install_guard(const sock_filter* filter, std::size_t n);
 
-// Takes one notification from `listener` and answers it. Calls that would block (opening
+// Takes one notification from `listener` and answers it. umask() is let through
+// (SECCOMP_USER_NOTIF_FLAG_CONTINUE: its argument is a register, not memory), and from
+// then on the umask of each caller is read from /proc. Calls that would block (opening
 // a FIFO with no peer) are finished by a short-lived child process of init, which init's
 // reaping loop collects. false when the listener has no more targets.
-bool serve_guard(int listener, const GuardList& list);
+bool serve_guard(int listener, GuardState& state);
 
 // The decision alone, for tests: 0 to allow making `full` (a canonical path), EACCES to
 // refuse. `is_mkdir`: the new entry is an empty directory made by mkdir, which may stand

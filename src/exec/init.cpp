@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/mman.h>
@@ -41,7 +42,7 @@ void forward(int sig) {
 // Returns 0, or the errno that stops the command.
 int start_guard(const InitArgs& a, int channel) {
   if (clear_capabilities() != 0) return errno;
-  int listener = install_guard(a.guard_filter, a.n_guard_filter);
+  int listener = channel >= 0 ? install_guard(a.guard_filter, a.n_guard_filter) : -1;
   if (listener < 0) {
     g_guard_err = errno;
     return apply_seccomp(embedded_guard_fallback_filter()) == 0 ? 0 : errno;
@@ -49,24 +50,6 @@ int start_guard(const InitArgs& a, int channel) {
   if (send_fd(channel, listener) != 0) g_guard_err = errno;
   ::close(listener);
   return 0;
-}
-
-// The guarded paths, copied out of the memory shared with the supervisor (unmapped once
-// the command runs) into a private mapping of init's.
-GuardList copy_guard_list(const GuardList& in) {
-  std::size_t bytes = in.count * sizeof(char*);
-  for (std::size_t i = 0; i < in.count; ++i) bytes += std::strlen(in.paths[i]) + 1;
-  void* m = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (m == MAP_FAILED) return {nullptr, 0};
-  auto** ptrs = static_cast<const char**>(m);
-  char* text = static_cast<char*>(m) + in.count * sizeof(char*);
-  for (std::size_t i = 0; i < in.count; ++i) {
-    std::size_t n = std::strlen(in.paths[i]) + 1;
-    std::memcpy(text, in.paths[i], n);
-    ptrs[i] = text;
-    text += n;
-  }
-  return {ptrs, in.count};
 }
 
 [[noreturn]] void exec_command(const InitArgs& a, int exec_err_fd, int guard_channel) {
@@ -84,7 +67,7 @@ GuardList copy_guard_list(const GuardList& in) {
   sigset_t none;
   sigemptyset(&none);
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
-  if (guard_channel >= 0) {
+  if (a.n_guard_filter != 0 && a.guard.count != 0) {
     if (int32_t e = start_guard(a, guard_channel); e != 0) {
       (void)!::write(exec_err_fd, &e, sizeof e);
       ::_exit(127);
@@ -139,13 +122,12 @@ void run_init(const InitArgs& a) {
     ::_exit(1);
   }
   // The create guard: its listener comes back from the child over a socket pair.
-  GuardList guard{nullptr, 0};
+  // The paths are copied out of the memory shared with the supervisor, unmapped below.
+  GuardState guard{};
   int guard_pair[2] = {-1, -1};
   if (a.n_guard_filter != 0 && a.guard.count != 0) {
-    guard = copy_guard_list(a.guard);
-    if (guard.count == 0 || ::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, guard_pair) != 0) {
+    if (!prepare_guard(a.guard, guard) || ::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, guard_pair) != 0) {
       g_guard_err = errno;
-      guard.count = 0;
     }
   }
   // SIGCHLD interrupts the wait for a notification; blocked outside it (see below).
@@ -211,8 +193,19 @@ void run_init(const InitArgs& a) {
         }
       }
       if (done || (w < 0 && errno == ECHILD)) break;
+      // A command making files makes them in bursts: waiting awake for the next call a
+      // little (yielding the CPU to anything runnable) halves the round trip, which on
+      // a VM is mostly the wake-up of a sleeping init.
       pollfd p{listener, POLLIN, 0};
-      if (::ppoll(&p, 1, nullptr, &waiting) <= 0) continue;
+      bool ready = false;
+      for (int spin = 0; spin < 100 && !ready; ++spin) {
+        if (::poll(&p, 1, 0) > 0) {
+          ready = true;
+        } else {
+          ::sched_yield();
+        }
+      }
+      if (!ready && ::ppoll(&p, 1, nullptr, &waiting) <= 0) continue;
       if ((p.revents & POLLIN) != 0) {
         serve_guard(listener, guard);
       } else if ((p.revents & (POLLHUP | POLLERR | POLLNVAL)) != 0) {

@@ -138,8 +138,9 @@ Result<std::vector<sock_filter>> build_guard_filter() {
   // or hard link, and renaming. open() and openat() only with O_CREAT (a register
   // argument, so the filter can look); openat2() keeps its flags in memory, where
   // seccomp cannot, and gets ENOSYS so that callers fall back to openat().
+  // umask() too, only so that init knows it must read the caller's umask from then on.
   for (const char* name : {"creat", "mkdir", "mkdirat", "mknod", "mknodat", "symlink", "symlinkat", "link", "linkat",
-                           "rename", "renameat", "renameat2"}) {
+                           "rename", "renameat", "renameat2", "umask"}) {
     int nr = seccomp_syscall_resolve_name(name);
     if (nr == __NR_SCMP_ERROR) continue;
     if (auto r = check(seccomp_rule_add(ctx.get(), SCMP_ACT_NOTIFY, nr, 0), name); !r) return std::unexpected(r.error());
