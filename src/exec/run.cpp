@@ -415,8 +415,9 @@ int run_prestarted(Policy p, const std::vector<std::string>& environ, RunOptions
   }
   spec.landlock = zb::exec::make_landlock_plan(fs, abi);
   spec.seccomp = zb::exec::embedded_seccomp_filter();
-  if (!fs.absent_protected.empty()) {
+  if (!fs.absent_protected.empty() || !fs.protected_links.empty()) {
     spec.guarded = fs.absent_protected;
+    spec.guarded.insert(spec.guarded.end(), fs.protected_links.begin(), fs.protected_links.end());
     spec.guard_filter = zb::exec::embedded_guard_filter();
     spec.seccomp = zb::exec::embedded_seccomp_filter_for_guard();
   }

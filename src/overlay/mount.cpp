@@ -43,6 +43,15 @@ int make_read_only(const char* dst, bool recursive) {
   return ::mount(nullptr, dst, nullptr, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, nullptr);
 }
 
+// The new mount API, by number: glibc 2.36's <sys/mount.h> wrappers need <linux/mount.h>
+// for their constants, which clashes with <sys/mount.h>.
+constexpr long k_sys_open_tree = 428, k_sys_move_mount = 429, k_sys_fsopen = 430, k_sys_fsconfig = 431, k_sys_fsmount = 432,
+               k_sys_clone3 = 435;
+constexpr unsigned k_fsopen_cloexec = 0x1, k_fsmount_cloexec = 0x1, k_move_mount_f_empty_path = 0x4;
+constexpr unsigned k_fsconfig_set_flag = 0, k_fsconfig_set_string = 1, k_fsconfig_cmd_create = 6;
+constexpr unsigned k_attr_noexec = 0x8;
+constexpr unsigned k_open_tree_clone = 0x1;
+
 int run_op(const FlatOp& op) {
   const char* dst = op.dst;
   switch (op.kind) {
@@ -70,18 +79,20 @@ int run_op(const FlatOp& op) {
       return ::mount("devpts", dst, "devpts", op.flags, op.data);
     case OpKind::ReadOnly:
       return make_read_only(dst, op.recursive);
+    case OpKind::PinLink: {
+      // open_tree and move_mount without following the symlink at either end.
+      int fd = static_cast<int>(::syscall(k_sys_open_tree, AT_FDCWD, dst, k_open_tree_clone | AT_SYMLINK_NOFOLLOW | O_CLOEXEC));
+      if (fd < 0) return -1;
+      int rc = static_cast<int>(::syscall(k_sys_move_mount, fd, "", AT_FDCWD, dst, k_move_mount_f_empty_path));
+      int err = errno;
+      ::close(fd);
+      errno = err;
+      return rc;
+    }
   }
   errno = EINVAL;
   return -1;
 }
-
-// The new mount API, by number: glibc 2.36's <sys/mount.h> wrappers need <linux/mount.h>
-// for their constants, which clashes with <sys/mount.h>.
-constexpr long k_sys_move_mount = 429, k_sys_fsopen = 430, k_sys_fsconfig = 431, k_sys_fsmount = 432,
-               k_sys_clone3 = 435;
-constexpr unsigned k_fsopen_cloexec = 0x1, k_fsmount_cloexec = 0x1, k_move_mount_f_empty_path = 0x4;
-constexpr unsigned k_fsconfig_set_flag = 0, k_fsconfig_set_string = 1, k_fsconfig_cmd_create = 6;
-constexpr unsigned k_attr_noexec = 0x8;
 
 // An overlay op's superblock as a detached mount: fsopen, one fsconfig per option of
 // op.data (split at unescaped commas; overlayfs undoes the escapes in the values), fsmount

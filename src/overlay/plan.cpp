@@ -426,6 +426,7 @@ Plan build_plan(const policy::FsRules& fs, const MountTable& mounts, const std::
   std::set<std::string> anchors;
   std::vector<std::string> fixed = fs.read_only;
   fixed.insert(fixed.end(), fs.masked.begin(), fs.masked.end());
+  fixed.insert(fixed.end(), fs.protected_links.begin(), fs.protected_links.end());
   for (const auto& r : fixed) {
     std::string root;
     if (fs.write_all) {
@@ -443,6 +444,7 @@ Plan build_plan(const policy::FsRules& fs, const MountTable& mounts, const std::
   for (const auto& a : anchors) {
     b.op({.kind = OpKind::Bind, .src = in_new(a), .dst = in_new(a), .recursive = true});
   }
+  for (const auto& l : fs.protected_links) b.op({.kind = OpKind::PinLink, .dst = in_new(l), .optional = true});
   for (const auto& r : fs.read_only) b.ro_view(r);
   for (const auto& s : fs.socket_dirs) b.ro_view(s);
   for (const auto& m : fs.masked) b.mask(m);
@@ -481,6 +483,7 @@ std::string describe(const Op& op) {
     case OpKind::Proc: return "proc on " + q(op.dst);
     case OpKind::Devpts: return "devpts on " + q(op.dst);
     case OpKind::ReadOnly: return std::string("read-only") + (op.recursive ? " (recursive) " : " ") + q(op.dst);
+    case OpKind::PinLink: return "pin symlink " + q(op.dst);
   }
   return "?";
 }

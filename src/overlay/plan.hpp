@@ -35,6 +35,7 @@ enum class OpKind {
   Proc,       // mount a fresh proc on dst
   Devpts,     // mount a new devpts instance on dst
   ReadOnly,   // make the mount at dst read-only (mount_setattr; recursive when `recursive`)
+  PinLink,    // mount the symlink dst onto itself, so it can be neither removed nor replaced
 };
 
 struct Op {

@@ -480,8 +480,7 @@ FsRules compute_fs(const Policy& p, const Caller& c) {
         std::string literal = path::join(root, name);
         if (named(literal, p.allow_write)) continue;
         // A dotfile kept as a symlink (~/.bashrc -> dotfiles/bashrc): protect what it
-        // points at, where that is writable. The link itself can still be replaced
-        // (docs/security.md).
+        // points at, where that is writable; the create guard keeps the link in place.
         // Roots are canonical, so only a symlink in the name itself (the entry, or its
         // parent for names like .git/hooks) needs resolving; two lstat() calls decide.
         std::string full = literal;
@@ -490,6 +489,19 @@ FsRules compute_fs(const Policy& p, const Caller& c) {
         bool linked = exists && S_ISLNK(st.st_mode);
         if (!exists && name.find('/') != std::string::npos) {
           linked = ::lstat(path::parent(literal).c_str(), &st) == 0 && S_ISLNK(st.st_mode);
+        }
+        {
+          // The link itself (the name, or its parent for names like .git/hooks) stays in
+          // place: the create guard refuses a new entry under its name.
+          struct stat lst {};
+          std::string link;
+          if (linked && exists) {
+            link = literal;
+          } else if (name.find('/') != std::string::npos && ::lstat(path::parent(literal).c_str(), &lst) == 0 &&
+                     S_ISLNK(lst.st_mode)) {
+            link = path::parent(literal);
+          }
+          if (!link.empty() && writable_at(link)) fs.protected_links.push_back(link);
         }
         if (linked) {
           auto canon = path::canonicalize(literal);
@@ -516,6 +528,7 @@ FsRules compute_fs(const Policy& p, const Caller& c) {
   drop_nested(ro);
   fs.read_only = ro;
   sort_unique(fs.absent_protected);
+  sort_unique(fs.protected_links);
   sort_unique(fs.placeholders);
 
   // Writable paths are plain binds, where connect() to a host socket works. Cover the
@@ -652,6 +665,7 @@ std::vector<std::string> describe(const Policy& p, const FsRules& fs) {
   out.push_back("policy: read-only inside writable: " + list(fs.read_only));
   out.push_back("policy: unreadable: " + list(fs.masked));
   if (!fs.absent_protected.empty()) out.push_back("policy: protected but absent: " + list(fs.absent_protected));
+  if (!fs.protected_links.empty()) out.push_back("policy: protected symlinks: " + list(fs.protected_links));
   const char* net = p.net == NetMode::None ? "none (loopback only)" : p.net == NetMode::Host ? "host network" : "filtered";
   out.push_back(std::string("policy: network ") + net);
   for (const auto& sec : p.secrets) {  // names and hosts; never a value

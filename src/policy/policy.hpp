@@ -56,6 +56,9 @@ struct FsRules {
   bool var_tmp_writable = false;
   bool shm_writable = false;
   std::vector<std::string> absent_protected;  // denied or protected paths that do not exist yet
+  // Protected names that are symlinks in a writable directory (~/.bashrc -> dotfiles/bashrc):
+  // their targets are read-only; the create guard keeps the links from being replaced.
+  std::vector<std::string> protected_links;
   // Denied paths that do not exist but whose parent is writable: an empty file is
   // created there for the run (exec/placeholders.cpp) so that it can be masked. They
   // are already listed in masked/read_only.

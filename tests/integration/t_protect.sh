@@ -84,6 +84,26 @@ run env HOME="$H" "$ZEROBOX" --allow-write -C "$R" -- "$PROBE" write "$R/.git/ho
 expect_file_eq "$H/.bashrc" "export A=1" "~/.bashrc unchanged on the host"
 zb --allow-write="$HOSTDIR" -C "$HOSTDIR" -- "$PROBE" write "$R/.git/hooks/pre-commit"; expect_refused "hooks of a repo below the allowed directory protected"
 
+# Dotfiles kept as symlinks (~/.bashrc -> dotfiles/bashrc, a .git symlinked elsewhere): the
+# target is read-only, and the link can be neither removed, renamed nor replaced.
+L=$HOSTDIR/linked
+mkdir -p "$L/dotfiles" "$L/proj" "$L/gitdir/hooks"
+echo orig >"$L/dotfiles/bashrc"
+ln -s dotfiles/bashrc "$L/.bashrc"
+ln -s ../gitdir "$L/proj/.git"
+for attempt in "echo evil >> '$L/.bashrc'" "rm '$L/.bashrc'" "mv '$L/.bashrc' '$L/x'" "ln -sfn /tmp/evil '$L/.bashrc'" \
+  "rm '$L/proj/.git'" "mv '$L/proj/.git' '$L/proj/g'" "mv '$L/proj' '$L/proj2'" "echo x > '$L/gitdir/hooks/pre-commit'"; do
+  run env HOME="$L" "$ZEROBOX" --allow-write="$L" -- sh -c "$attempt"
+  expect_rc_not 0 "symlinked dotfile: $attempt"
+done
+expect_eq "$(readlink "$L/.bashrc")" dotfiles/bashrc "symlinked ~/.bashrc still points where it did"
+expect_file_eq "$L/dotfiles/bashrc" orig "... and its target is unchanged"
+expect_eq "$(readlink "$L/proj/.git")" ../gitdir "symlinked .git still points where it did"
+expect_absent "$L/gitdir/hooks/pre-commit" "no hook through the symlinked .git"
+run env HOME="$L" "$ZEROBOX" --allow-write="$L" -- sh -c "echo fine > '$L/notes'"
+expect_rc 0 "other files next to the symlinked dotfile are writable"
+rm -rf "$L"
+
 # Credentials: unreadable by default, readable when named or with --no-protect.
 setup_home() { # DIR
   mkdir -p "$1/.ssh" "$1/.aws" "$1/.gnupg" "$1/.config/gh" "$1/.config/gcloud" "$1/.kube" "$1/.docker"

@@ -130,6 +130,25 @@ TEST_CASE("writable binds come before the read-only views and masks inside them"
   CHECK(bind < mask);
 }
 
+TEST_CASE("a protected symlink is pinned after the writable bind, and the directories on its way anchored") {
+  test::TempDir t;
+  test::mkdirs(t / "w/proj");
+  ::symlink("../elsewhere", (t / "w/proj/.git").c_str());
+  policy::FsRules fs;
+  fs.writable = {t / "w"};
+  fs.protected_links = {t / "w/proj/.git"};
+  auto plan = overlay::build_plan(fs, host_like(), "/", {});
+  long bind = find(plan, OpKind::Bind, "/newroot" + (t / "w"));
+  long anchor = find(plan, OpKind::Bind, "/newroot" + (t / "w/proj"));
+  long pin = find(plan, OpKind::PinLink, "/newroot" + (t / "w/proj/.git"));
+  REQUIRE(bind >= 0);
+  REQUIRE(anchor >= 0);
+  REQUIRE(pin >= 0);
+  CHECK(bind < anchor);
+  CHECK(anchor < pin);
+  CHECK(overlay::describe(plan.ops[static_cast<size_t>(pin)]).find("pin symlink") == 0);
+}
+
 TEST_CASE("a denied directory is an empty read-only tmpfs that cannot be listed") {
   test::TempDir t;
   test::mkdirs(t / "d");

@@ -13,8 +13,10 @@
 #include <vector>
 
 #include "cli/cli.hpp"
+#include "exec/blocked.hpp"
 #include "exec/run.hpp"
 #include "exec/sandbox.hpp"
+#include "testutil.hpp"
 
 using namespace zb;
 
@@ -132,4 +134,24 @@ TEST_CASE("a spec larger than the prestarted child's shared memory gets a child 
   CHECK(run_with(flags, "test \"$(env | grep -c '^ZB_BIG_')\" -eq 40000", true) == 0);
   ::setrlimit(RLIMIT_STACK, &old);
   CHECK(no_children_left());
+}
+
+// Where the create guard cannot run (a kernel before 5.19), the live blocker stands in:
+// a protected name the command makes is renamed aside while it runs, and said.
+TEST_CASE("the live blocker moves a created protected name aside while the command runs") {
+  test::TempDir t;
+  std::string name = t / ".envrc";
+  exec::LiveBlocker blocker({name});
+  blocker.start();
+  test::write_file(name, "evil");
+  bool moved = false;
+  for (int i = 0; i < 200 && !moved; ++i) {
+    ::usleep(10000);
+    moved = ::access(name.c_str(), F_OK) != 0;
+  }
+  CHECK(moved);
+  auto lines = blocker.stop();
+  REQUIRE(lines.size() == 1);
+  CHECK(lines[0].find("moved it to") != std::string::npos);
+  CHECK(exec::move_created_aside({name}).empty());
 }
