@@ -392,6 +392,8 @@ int finish_open(int fd, int flags) {
 }
 
 // Opening a FIFO blocks until the other end opens: a child of init does it and answers.
+// `flags` as the caller gave them plus what the way there needs (O_NOFOLLOW, or not for
+// /proc/self/fd/N).
 void open_in_child(int listener, std::uint64_t id, int parent, const char* name, int flags, mode_t mode) {
   long pid = ::syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0);
   if (pid < 0) {
@@ -399,7 +401,7 @@ void open_in_child(int listener, std::uint64_t id, int parent, const char* name,
     return;
   }
   if (pid == 0) {
-    int fd = ::openat(parent, name, flags | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, mode);
+    int fd = ::openat(parent, name, flags | O_CLOEXEC | O_NOCTTY, mode);
     if (fd < 0) {
       reply(listener, id, errno);
     } else {
@@ -421,6 +423,11 @@ int do_open(const GuardList& list, Target& t, int listener, std::uint64_t id, in
       int fd = take_fd(t, loc.whole_fd);
       if (fd < 0) return fd == -EBADF ? -ENOENT : fd;
       UniqueFd same(fd);
+      struct stat st {};
+      if (::fstat(fd, &st) == 0 && S_ISFIFO(st.st_mode) && (flags & O_NONBLOCK) == 0) {  // a pipe
+        open_in_child(listener, id, AT_FDCWD, SelfFd(fd).s, flags, mode);
+        return k_replied;
+      }
       return finish_open(::open(SelfFd(fd).s, flags | k_ours, mode), flags);
     }
     if (loc.dot() || std::strcmp(loc.name, loc.bare) != 0) {
@@ -439,7 +446,7 @@ int do_open(const GuardList& list, Target& t, int listener, std::uint64_t id, in
       continue;
     }
     if (exists && S_ISFIFO(st.st_mode) && (flags & O_NONBLOCK) == 0) {
-      open_in_child(listener, id, loc.parent.get(), loc.bare, flags, mode);
+      open_in_child(listener, id, loc.parent.get(), loc.bare, flags | O_NOFOLLOW, mode);
       return k_replied;
     }
     set_umask(t.umask());

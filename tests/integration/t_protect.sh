@@ -60,6 +60,10 @@ for f in .envrc .bashrc .config .git/hooks; do expect_absent "$G/$f" "guard_atta
 expect_present "$G/renamed/b/c/d/f7" "guard_attacks.py: its ordinary files reached the host"
 expect_not_contains "$ERR" "moved it to" "guard_attacks.py: nothing needed moving aside"
 rm -rf "$G"
+# /dev/stdout as a pipe, opened anew with O_CREAT (a shell's redirection): the pipe's, not init's.
+run sh -c "'$ZEROBOX' '$AW' -C '$R' -- sh -c 'echo piped > /dev/stdout; echo err > /dev/stderr' 2>&1 | cat"
+expect_out "piped
+err" "a guarded run writes to /dev/stdout and /dev/stderr when they are pipes"
 
 # Naming a protected path in --allow-write lifts only that one; --no-protect lifts all.
 zb "$AW" --allow-write="$R/.git/hooks" -- "$PROBE" write "$R/.git/hooks/pre-commit"; expect_rc 0 "--allow-write=.git/hooks lifts the protection"
