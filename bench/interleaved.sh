@@ -21,6 +21,10 @@ work=$(mktemp -d /var/tmp/zerobox-interleave.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 cc -O2 -o "$work/interleave" "$root/bench/interleave.c"
 TRUE=/bin/true
+allow=$work/allow
+mkdir -p "$allow"
+chmod 755 "$work"
+chmod 777 "$allow"
 UNSHARE=$(command -v unshare)
 
 rows() { # PREFIX...: the rows, each prefixed (setpriv for uid 65534)
@@ -29,7 +33,12 @@ rows() { # PREFIX...: the rows, each prefixed (setpriv for uid 65534)
   printf '%s\0' "${p[@]}" "$UNSHARE" --user --map-root-user --mount --net --ipc --uts --pid --fork --kill-child -- "$TRUE" ":::"
   printf '%s\0' "${p[@]}" "$BWRAP" --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp --unshare-all --die-with-parent -- "$TRUE" ":::"
   printf '%s\0' "${p[@]}" "$ZEROBOX" -- "$TRUE" ":::"
-  printf '%s\0' "${p[@]}" "$ZEROBOX" --allow-net -- "$TRUE"
+  printf '%s\0' "${p[@]}" "$ZEROBOX" --allow-net -- "$TRUE" ":::"
+  # A writable directory, as in bench/run.sh: bwrap binds it; zerobox also protects the
+  # names inside it (the create guard runs), which --no-protect leaves out.
+  printf '%s\0' "${p[@]}" "$BWRAP" --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp --bind "$allow" "$allow" --unshare-all --die-with-parent -- "$TRUE" ":::"
+  printf '%s\0' "${p[@]}" "$ZEROBOX" --allow-write="$allow" -- "$TRUE" ":::"
+  printf '%s\0' "${p[@]}" "$ZEROBOX" --no-protect --allow-write="$allow" -- "$TRUE"
 }
 
 echo "zerobox: $ZEROBOX ($(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?')); $RUNS rounds; $(date -u +%FT%TZ)"

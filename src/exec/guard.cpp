@@ -114,6 +114,23 @@ const char* after(const char* p, const char* prefix) {
   return (p[n] == '\0' || p[n] == '/') ? p + n : nullptr;
 }
 
+// FNV-1a, for the guard's sets of names.
+std::size_t name_hash(const char* p, std::size_t n) {
+  std::uint32_t h = 2166136261U;
+  for (std::size_t i = 0; i < n; ++i) h = (h ^ static_cast<unsigned char>(p[i])) * 16777619U;
+  return h;
+}
+
+void set_insert(const char** set, std::size_t mask, const char* name, std::size_t len) {
+  for (std::size_t i = name_hash(name, len) & mask;; i = (i + 1) & mask) {
+    if (set[i] == nullptr) {
+      set[i] = name;
+      return;
+    }
+    if (std::strncmp(set[i], name, len) == 0 && set[i][len] == '\0') return;
+  }
+}
+
 // What follows "/proc/TID", "/proc/TGID" or "/proc/TGID/task/TID" in p, if it starts so.
 const char* own_proc(Target& t, const char* p) {
   Buf a, b;
@@ -520,11 +537,11 @@ int do_rename(const GuardList& list, Target& t, int olddirfd, const char* oldpat
 
 int as_fd(std::uint64_t arg) { return static_cast<int>(static_cast<std::uint32_t>(arg)); }
 
-bool among(const char* const* names, std::size_t n, const char* name, std::size_t len) {
-  for (std::size_t i = 0; i < n; ++i) {
-    if (std::strncmp(names[i], name, len) == 0 && names[i][len] == '\0') return true;
+bool among(const char* const* set, std::size_t mask, const char* name, std::size_t len) {
+  for (std::size_t i = name_hash(name, len) & mask;; i = (i + 1) & mask) {
+    if (set[i] == nullptr) return false;
+    if (std::strncmp(set[i], name, len) == 0 && set[i][len] == '\0') return true;
   }
-  return false;
 }
 
 // Calls whose last name appears in no guarded path cannot make one, wherever they land,
@@ -548,7 +565,7 @@ bool fast_path(int listener, Target& t, const seccomp_notif& req, const char* pa
   std::size_t len = static_cast<std::size_t>(path + n - name);
   if ((len == 1 && name[0] == '.') || (len == 2 && name[0] == '.' && name[1] == '.')) return false;
   const GuardState& st = *t.state;
-  if (is_open ? among(st.names, st.n_names, name, len) : among(st.leaves, st.n_leaves, name, len)) return false;
+  if (is_open ? among(st.names, st.names_mask, name, len) : among(st.leaves, st.leaves_mask, name, len)) return false;
 
   UniqueFd base;
   int at = AT_FDCWD;
@@ -714,51 +731,45 @@ bool serve_guard(int listener, GuardState& state) {
 }
 
 bool prepare_guard(const GuardList& in, GuardState& out) {
-  // Room for the paths and, at most, one name per byte of them.
+  // The paths, a second copy cut into names, and two hash sets with at least twice as
+  // many slots as there can be names (one per byte at most).
   std::size_t text = 0;
   for (std::size_t i = 0; i < in.count; ++i) text += std::strlen(in.paths[i]) + 1;
-  std::size_t bytes = (in.count + 2 * text) * sizeof(char*) + 2 * text;
+  std::size_t slots = 16;
+  while (slots < 2 * text) slots *= 2;
+  std::size_t bytes = (in.count + 2 * slots) * sizeof(char*) + 2 * text;
   void* m = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (m == MAP_FAILED) return false;
+  if (m == MAP_FAILED) return false;  // mmap'd memory is zeroed: every slot empty
   auto** paths = static_cast<const char**>(m);
   auto** names = paths + in.count;
-  auto** leaves = names + text;
-  char* pool = reinterpret_cast<char*>(leaves + text);
-  std::size_t n_names = 0, n_leaves = 0;
-  auto seen = [](const char* const* list, std::size_t n, const char* name) {
-    for (std::size_t i = 0; i < n; ++i) {
-      if (std::strcmp(list[i], name) == 0) return true;
-    }
-    return false;
-  };
+  auto** leaves = names + slots;
+  char* pool = reinterpret_cast<char*>(leaves + slots);
   for (std::size_t i = 0; i < in.count; ++i) {
     std::size_t len = std::strlen(in.paths[i]);
     std::memcpy(pool, in.paths[i], len + 1);
     paths[i] = pool;
     pool += len + 1;
-    // Each name, NUL-terminated, in a second copy.
-    char* names_copy = pool;
-    std::memcpy(names_copy, in.paths[i], len + 1);
+    char* copy = pool;
+    std::memcpy(copy, in.paths[i], len + 1);
     pool += len + 1;
     char* last = nullptr;
-    for (char* c = names_copy; *c != '\0';) {
+    for (char* c = copy; *c != '\0';) {
       if (*c == '/') {
         *c++ = '\0';
         continue;
       }
       char* start = c;
       while (*c != '\0' && *c != '/') ++c;
-      bool end = *c == '\0';
-      if (!end) *c++ = '\0';
-      if (!seen(names, n_names, start)) names[n_names++] = start;
+      std::size_t n = static_cast<std::size_t>(c - start);
+      if (*c != '\0') *c++ = '\0';
+      set_insert(names, slots - 1, start, n);
       last = start;
-      if (end) break;
     }
-    if (last != nullptr && !seen(leaves, n_leaves, last)) leaves[n_leaves++] = last;
+    if (last != nullptr) set_insert(leaves, slots - 1, last, std::strlen(last));
   }
   mode_t um = ::umask(022);
   ::umask(um);
-  out = GuardState{{paths, in.count}, names, n_names, leaves, n_leaves, um, false, 0, {}, 0};
+  out = GuardState{{paths, in.count}, names, slots - 1, leaves, slots - 1, um, false, 0, {}, 0};
   for (auto& e : out.seen) e = {0, -1, 0, 0, 0};
   return true;
 }

@@ -42,10 +42,12 @@ struct GuardList {
 // command's umask while nothing has changed it.
 struct GuardState {
   GuardList list;
+  // Open-addressing hash sets (a power of two of slots, nullptr for empty): every name,
+  // and the last names.
   const char* const* names;
-  std::size_t n_names;
-  const char* const* leaves;  // the last names
-  std::size_t n_leaves;
+  std::size_t names_mask;
+  const char* const* leaves;
+  std::size_t leaves_mask;
   unsigned umask;             // init's own at start, which the command inherits
   bool umask_changed;         // a process in the sandbox called umask()
   unsigned umask_calls;       // how many times: what was read of a thread before is stale

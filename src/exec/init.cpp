@@ -182,6 +182,7 @@ void run_init(const InitArgs& a) {
     sigset_t waiting;
     ::sigprocmask(SIG_SETMASK, nullptr, &waiting);
     sigdelset(&waiting, SIGCHLD);
+    bool served = false;  // the last wake-up was a call: more may follow at once
     while (!done) {
       int st = 0;
       pid_t w;
@@ -198,7 +199,7 @@ void run_init(const InitArgs& a) {
       // a VM is mostly the wake-up of a sleeping init.
       pollfd p{listener, POLLIN, 0};
       bool ready = false;
-      for (int spin = 0; spin < 100 && !ready; ++spin) {
+      for (int spin = 0; served && spin < 100 && !ready; ++spin) {
         if (::poll(&p, 1, 0) > 0) {
           ready = true;
         } else {
@@ -206,7 +207,8 @@ void run_init(const InitArgs& a) {
         }
       }
       if (!ready && ::ppoll(&p, 1, nullptr, &waiting) <= 0) continue;
-      if ((p.revents & POLLIN) != 0) {
+      served = (p.revents & POLLIN) != 0;
+      if (served) {
         serve_guard(listener, guard);
       } else if ((p.revents & (POLLHUP | POLLERR | POLLNVAL)) != 0) {
         break;  // no process is left under the filter; wait below

@@ -450,11 +450,13 @@ int run_prestarted(Policy p, const std::vector<std::string>& environ, RunOptions
     proxy->start();
   };
   zb::exec::LiveBlocker live_blocker(fs.absent_protected);
+  bool guard_ran = false;
   auto res = zb::exec::run_sandbox(spec,
                                    [&](long pid, bool guarded) {
                                      status.child_started(pid);
                                      // The guard refuses them in the kernel's stead; else
                                      // they are looked for and moved aside.
+                                     guard_ran = guarded;
                                      if (!guarded) live_blocker.start();
                                    },
                                    net_policy ? std::function<void(int)>(on_listener) : std::function<void(int)>(),
@@ -477,7 +479,11 @@ int run_prestarted(Policy p, const std::vector<std::string>& environ, RunOptions
   for (const auto& n : res.notes) log::debug(n);
   if (res.outcome == zb::exec::Outcome::SetupFailed) return setup_failed(status, res.message);
   std::vector<std::string> blocked_lines = live_blocker.stop();
-  for (auto& line : zb::exec::move_created_aside(fs.absent_protected)) blocked_lines.push_back(std::move(line));
+  // With the guard nothing in the sandbox made them; what a process on the host made
+  // meanwhile (the user's editor) is the user's, and stays.
+  if (!guard_ran) {
+    for (auto& line : zb::exec::move_created_aside(fs.absent_protected)) blocked_lines.push_back(std::move(line));
+  }
   for (const auto& line : blocked_lines) {
     // A failure to move one aside is an error, shown even with --quiet.
     if (line.rfind("error: ", 0) == 0) {

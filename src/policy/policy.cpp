@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <fstream>
+#include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -453,6 +455,20 @@ FsRules compute_fs(const Policy& p, const Caller& c) {
     if (lexists(d) || absent_denied(d)) ro.push_back(d);
   }
   if (p.protect) {
+    // The names in each root, read once: most protected names are absent, and one
+    // listing says so for all of them where ~40 lstat() calls would (nullopt: unreadable).
+    std::map<std::string, std::optional<std::set<std::string>>> listings;
+    auto names_in = [&](const std::string& dir) -> const std::optional<std::set<std::string>>& {
+      auto it = listings.find(dir);
+      if (it != listings.end()) return it->second;
+      auto& out = listings[dir];
+      if (DIR* d = ::opendir(dir.c_str())) {
+        out.emplace();
+        while (dirent* e = ::readdir(d)) out->insert(e->d_name);
+        ::closedir(d);
+      }
+      return out;
+    };
     std::vector<std::string> roots;
     for (const auto& w : fs.writable) {
       if (path::kind_of(w) != path::Kind::Directory) continue;
@@ -460,15 +476,12 @@ FsRules compute_fs(const Policy& p, const Caller& c) {
       // Git work trees one level down (a writable ~/src holding repositories) get the
       // same protection. One directory read per writable root; deeper trees are not
       // searched (docs/security.md).
-      if (DIR* d = ::opendir(w.c_str())) {
-        while (dirent* e = ::readdir(d)) {
-          if (e->d_type != DT_DIR && e->d_type != DT_UNKNOWN) continue;
-          std::string name = e->d_name;
+      if (const auto& names = names_in(w)) {
+        for (const auto& name : *names) {
           if (name == "." || name == "..") continue;
           std::string child = path::join(w, name);
           if (lexists(path::join(child, ".git"))) roots.push_back(child);
         }
-        ::closedir(d);
       }
     }
     for (const std::string& extra : {c.home, p.cwd, git_toplevel(p.cwd)}) {
@@ -476,9 +489,15 @@ FsRules compute_fs(const Policy& p, const Caller& c) {
     }
     sort_unique(roots);
     for (const auto& root : roots) {
+      const auto& present = names_in(root);
       for (const auto& name : protected_write_names()) {
         std::string literal = path::join(root, name);
         if (named(literal, p.allow_write)) continue;
+        if (present && present->count(name.substr(0, name.find('/'))) == 0) {
+          // Absent, and so is the first directory of a name like .git/hooks.
+          if (writable_at(literal)) fs.absent_protected.push_back(literal);
+          continue;
+        }
         // A dotfile kept as a symlink (~/.bashrc -> dotfiles/bashrc): protect what it
         // points at, where that is writable; the create guard keeps the link in place.
         // Roots are canonical, so only a symlink in the name itself (the entry, or its
