@@ -16,6 +16,8 @@
 #   WRITE_DIR=dir      the write workload's allowed dir (default: $RESULTS/allow-w; see the
 #                      note at WRITE_DIR below about ext4 without a journal)
 #   ALLNET=1           add the row zerobox-allnet (--allow-net: no network namespace); 0 = off
+#   NOPROTECT=1        add the row zerobox-noprotect (--no-protect: no protected paths, so no
+#                      create guard; what bwrap's row does); 0 = off
 #   UNPRIV=1           also time the `true` row as uid 65534 via setpriv; 0 = off
 #   OUT=file           also write the markdown report to this file
 #   COPY_BIN=1         benchmark a copy of ZEROBOX taken at start (results dir), so a rebuild
@@ -32,6 +34,7 @@
 #   bwrap           bwrap --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp [--bind DIR DIR] --unshare-all --die-with-parent -- CMD
 #   zerobox         zerobox --allow-write=DIR -- CMD
 #   zerobox-allnet  zerobox --allow-net --allow-write=DIR -- CMD
+#   zerobox-noprotect  zerobox --no-protect --allow-write=DIR -- CMD
 # Workloads: /bin/true, /bin/echo hello, python3 -c pass, and a /bin/sh script writing
 #   1,000 small files into WRITE_DIR with shell builtins (hyperfine --prepare cleans up
 #   before every run). DIR is WRITE_DIR for the write workload, $RESULTS/allow otherwise.
@@ -53,7 +56,7 @@ REPO=$(cd "$HERE/.." && pwd)
 ZEROBOX=${ZEROBOX:-$REPO/build/zerobox}
 RUNS=${RUNS:-40}; WARMUP=${WARMUP:-5}; ROUNDS=${ROUNDS:-1}
 if [ "${QUICK:-0}" = 1 ]; then RUNS=${QUICK_RUNS:-5}; WARMUP=1; fi
-ALLNET=${ALLNET:-1}; UNPRIV=${UNPRIV:-1}; COPY_BIN=${COPY_BIN:-1}; ANALYSIS=${ANALYSIS:-1}
+ALLNET=${ALLNET:-1}; NOPROTECT=${NOPROTECT:-1}; UNPRIV=${UNPRIV:-1}; COPY_BIN=${COPY_BIN:-1}; ANALYSIS=${ANALYSIS:-1}
 PHASE_RUNS=${PHASE_RUNS:-20}; [ "${QUICK:-0}" = 1 ] && PHASE_RUNS=3
 OUT=${OUT:-}
 RESULTS_ROOT=${RESULTS_ROOT:-/var/tmp/zerobox-bench}
@@ -148,6 +151,7 @@ prefix() {
     bwrap)          P=("$BWRAP" --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp "${bind[@]}" --unshare-all --die-with-parent --) ;;
     zerobox)        P=("$ZEROBOX" --allow-write="$d" --) ;;
     zerobox-allnet) P=("$ZEROBOX" --allow-net --allow-write="$d" --) ;;
+    zerobox-noprotect) P=("$ZEROBOX" --no-protect --allow-write="$d" --) ;;
     *) die "unknown row $1" ;;
   esac
 }
@@ -164,6 +168,7 @@ is_zerobox() { case $1 in zerobox*) return 0;; esac; return 1; }
 
 ROWS=(bare unshare bwrap zerobox)
 [ "$ALLNET" = 1 ] && ROWS+=(zerobox-allnet)
+[ "$NOPROTECT" = 1 ] && ROWS+=(zerobox-noprotect)
 read -r -a WORKLOADS <<<"${WORKLOADS:-true echo python write}"
 for wl in "${WORKLOADS[@]}"; do case $wl in true|echo|python|write) ;; *) die "unknown workload '$wl' in WORKLOADS";; esac; done
 declare -A SKIP=()     # key -> reason (rows not measured, not a failure)
@@ -188,7 +193,7 @@ declare -A FAIL=()     # key -> reason (zerobox failures: exit status 1)
   git -C "$REPO" diff --quiet HEAD -- src include CMakeLists.txt cmake 2>/dev/null || gr="$gr + uncommitted changes"
   lk=$(file -b "$ZEROBOX" 2>/dev/null | grep -oE 'statically linked|dynamically linked|static-pie linked' | head -1)
   echo "zerobox	$zv; repo $gr; binary $(stat -c %s "$ZEROBOX") bytes${lk:+, $lk}, sha256 $(sha256sum "$ZEROBOX" | cut -c1-12) (copy of $ZEROBOX_SRC built $(date -u -r "$ZEROBOX_SRC" '+%Y-%m-%d %H:%M:%S') UTC; run as $ZEROBOX)"
-  echo "settings	RUNS=$RUNS WARMUP=$WARMUP ROUNDS=$ROUNDS QUICK=${QUICK:-0} ALLNET=$ALLNET UNPRIV=$UNPRIV"
+  echo "settings	RUNS=$RUNS WARMUP=$WARMUP ROUNDS=$ROUNDS QUICK=${QUICK:-0} ALLNET=$ALLNET NOPROTECT=$NOPROTECT UNPRIV=$UNPRIV"
   echo "load_before	$(cut -d' ' -f1-3 /proc/loadavg)"
   echo "user	$(id -un) (uid $(id -u))"
 } >"$RES/versions.tsv"
