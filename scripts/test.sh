@@ -24,8 +24,9 @@ if [ "${ZEROBOX_SKIP_SANITIZERS:-0}" != 1 ]; then
   # first virtual call, in Asio's scheduler. UBSan suppressions (vptr_check by type or by
   # file) did not silence it here.
   ctest --test-dir "$asan" --output-on-failure -j"$(nproc)" -R '^unit\.' -E 'running out of file descriptors'
-  echo "== the proxy's integration tests with the ASan+UBSan zerobox"
-  # The proxy, TLS interception and the scrubber under real traffic (as root; a sanitizer
-  # report aborts zerobox and fails the test).
-  ctest --test-dir "$asan" --output-on-failure -j"$(nproc)" -R '^int\.root\.(netfilter|secrets)$'
+  echo "== the proxy's and the create guard's integration tests with the ASan+UBSan zerobox"
+  # The proxy, TLS interception and the scrubber under real traffic, and the create guard
+  # under guard_attacks.py, as root and as uid 65534 (a sanitizer report aborts zerobox,
+  # or the sandbox's init, and fails the test).
+  ctest --test-dir "$asan" --output-on-failure -j"$(nproc)" -R '^int\.root\.(netfilter|secrets)$|^int\.(root|user)\.protect$'
 fi
