@@ -52,22 +52,30 @@ bool is_guard_tool(const char* name) {
   return false;
 }
 
+using Ctx = std::unique_ptr<void, CtxFree>;
+
+// A default-allow filter; `bad_arch` for a foreign ABI's calls.
+Result<Ctx> new_filter(uint32_t bad_arch) {
+  Ctx ctx(seccomp_init(SCMP_ACT_ALLOW));
+  if (!ctx) return fail("seccomp_init", ENOMEM);
+  if (int rc = seccomp_attr_set(ctx.get(), SCMP_FLTATR_ACT_BADARCH, bad_arch); rc < 0) return fail("seccomp badarch", -rc);
+  // A binary tree of syscall numbers instead of a linear chain: the kernel evaluates
+  // the filter for every syscall number when it loads it (to build its allow cache),
+  // so a shorter path per number makes loading faster as well as every syscall.
+  if (int rc = seccomp_attr_set(ctx.get(), SCMP_FLTATR_CTL_OPTIMIZE, 2); rc < 0) return fail("seccomp optimize", -rc);
+  return ctx;
+}
+
 }  // namespace
 
 Result<std::vector<sock_filter>> build_seccomp_filter(bool for_guard) {
-  std::unique_ptr<void, CtxFree> ctx(seccomp_init(SCMP_ACT_ALLOW));
-  if (!ctx) return fail("seccomp_init", ENOMEM);
+  auto made = new_filter(SCMP_ACT_KILL_PROCESS);
+  if (!made) return std::unexpected(made.error());
+  Ctx& ctx = *made;
   auto check = [](int rc, const char* what) -> Result<void> {
     if (rc < 0) return fail(std::string("seccomp rule ") + what, -rc);
     return {};
   };
-  if (auto r = check(seccomp_attr_set(ctx.get(), SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS), "badarch"); !r)
-    return std::unexpected(r.error());
-  // A binary tree of syscall numbers instead of a linear chain: the kernel evaluates
-  // the filter for every syscall number when it loads it (to build its allow cache),
-  // so a shorter path per number makes loading faster as well as every syscall.
-  if (auto r = check(seccomp_attr_set(ctx.get(), SCMP_FLTATR_CTL_OPTIMIZE, 2), "optimize"); !r)
-    return std::unexpected(r.error());
   const uint32_t eperm = SCMP_ACT_ERRNO(EPERM);
   for (const char* name : k_denied) {
     // init of a guarded run reads the command's memory and fds; the guard filter refuses
@@ -123,17 +131,14 @@ Result<std::vector<sock_filter>> build_seccomp_filter(bool for_guard) {
 }
 
 Result<std::vector<sock_filter>> build_guard_filter() {
-  std::unique_ptr<void, CtxFree> ctx(seccomp_init(SCMP_ACT_ALLOW));
-  if (!ctx) return fail("seccomp_init", ENOMEM);
+  // Foreign ABIs are the first filter's business (it kills them).
+  auto made = new_filter(SCMP_ACT_ALLOW);
+  if (!made) return std::unexpected(made.error());
+  Ctx& ctx = *made;
   auto check = [](int rc, const char* what) -> Result<void> {
     if (rc < 0) return fail(std::string("guard rule ") + what, -rc);
     return {};
   };
-  // Foreign ABIs are the first filter's business (it kills them).
-  if (auto r = check(seccomp_attr_set(ctx.get(), SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_ALLOW), "badarch"); !r)
-    return std::unexpected(r.error());
-  if (auto r = check(seccomp_attr_set(ctx.get(), SCMP_FLTATR_CTL_OPTIMIZE, 2), "optimize"); !r)
-    return std::unexpected(r.error());
   // Everything that can give a path a new name: creating a file, directory, node, symlink
   // or hard link, and renaming. open() and openat() only with O_CREAT (a register
   // argument, so the filter can look); openat2() keeps its flags in memory, where
@@ -164,9 +169,9 @@ Result<std::vector<sock_filter>> build_guard_filter() {
 }
 
 Result<std::vector<sock_filter>> build_guard_fallback_filter() {
-  std::unique_ptr<void, CtxFree> ctx(seccomp_init(SCMP_ACT_ALLOW));
-  if (!ctx) return fail("seccomp_init", ENOMEM);
-  if (int rc = seccomp_attr_set(ctx.get(), SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_ALLOW); rc < 0) return fail("badarch", -rc);
+  auto made = new_filter(SCMP_ACT_ALLOW);
+  if (!made) return std::unexpected(made.error());
+  Ctx& ctx = *made;
   for (const char* name : k_guard_tools) {
     if (int rc = seccomp_rule_add(ctx.get(), SCMP_ACT_ERRNO(EPERM), seccomp_syscall_resolve_name(name), 0); rc < 0)
       return fail(std::string("rule ") + name, -rc);
