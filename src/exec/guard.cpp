@@ -5,6 +5,7 @@
 #include <linux/magic.h>
 #include <linux/openat2.h>
 #include <linux/seccomp.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
@@ -12,15 +13,19 @@
 #include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
+#include <sys/socket.h>
 #include <sys/uio.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstddef>
 #include <climits>
 #include <cstdint>
 #include <cstdio>  // RENAME_EXCHANGE
 #include <cstdlib>
 #include <cstring>
+#include <strings.h>
 
 #include "util/fd.hpp"
 
@@ -114,10 +119,17 @@ const char* after(const char* p, const char* prefix) {
   return (p[n] == '\0' || p[n] == '/') ? p + n : nullptr;
 }
 
-// FNV-1a, for the guard's sets of names.
+// Names are compared without regard to ASCII case: on a case-insensitive file system
+// (vfat, exfat, a casefolded ext4 directory) .ENVRC is .envrc. On others this refuses a
+// few more names, which nothing needs.
+// FNV-1a of the lower-cased name, for the guard's sets of names.
 std::size_t name_hash(const char* p, std::size_t n) {
   std::uint32_t h = 2166136261U;
-  for (std::size_t i = 0; i < n; ++i) h = (h ^ static_cast<unsigned char>(p[i])) * 16777619U;
+  for (std::size_t i = 0; i < n; ++i) {
+    auto c = static_cast<unsigned char>(p[i]);
+    if (c >= 'A' && c <= 'Z') c = static_cast<unsigned char>(c - 'A' + 'a');
+    h = (h ^ c) * 16777619U;
+  }
   return h;
 }
 
@@ -127,7 +139,7 @@ void set_insert(const char** set, std::size_t mask, const char* name, std::size_
       set[i] = name;
       return;
     }
-    if (std::strncmp(set[i], name, len) == 0 && set[i][len] == '\0') return;
+    if (::strncasecmp(set[i], name, len) == 0 && set[i][len] == '\0') return;
   }
 }
 
@@ -143,6 +155,24 @@ const char* own_proc(Target& t, const char* p) {
     return r;
   }
   return after(p, b.s);
+}
+
+// The tgid and umask /proc/TID/status shows; false if it cannot be read.
+bool read_status(pid_t tid, pid_t& tgid, mode_t& umask) {
+  Buf path;
+  path.add("/proc/").num(static_cast<unsigned long>(tid)).add("/status");
+  UniqueFd fd(::open(path.s, O_RDONLY | O_CLOEXEC));
+  if (!fd) return false;
+  char buf[2048];
+  ssize_t n = ::read(fd.get(), buf, sizeof buf - 1);
+  if (n <= 0) return false;
+  buf[n] = '\0';
+  const char* u = std::strstr(buf, "\nUmask:\t");
+  const char* g = std::strstr(buf, "\nTgid:\t");
+  if (u == nullptr || g == nullptr) return false;
+  umask = static_cast<mode_t>(std::strtoul(u + 8, nullptr, 8)) & 0777;
+  tgid = static_cast<pid_t>(std::strtol(g + 7, nullptr, 10));
+  return true;
 }
 
 void Target::load_status() {
@@ -163,16 +193,7 @@ void Target::load_status() {
     e.pidfd = -1;
     e.tid = 0;
   }
-  Buf path;
-  path.add("/proc/").num(static_cast<unsigned long>(tid)).add("/status");
-  UniqueFd fd(::open(path.s, O_RDONLY | O_CLOEXEC));
-  if (!fd) return;
-  char buf[2048];
-  ssize_t n = ::read(fd.get(), buf, sizeof buf - 1);
-  if (n <= 0) return;
-  buf[n] = '\0';
-  if (const char* u = std::strstr(buf, "\nUmask:\t")) m_umask = static_cast<mode_t>(std::strtoul(u + 8, nullptr, 8)) & 0777;
-  if (const char* g = std::strstr(buf, "\nTgid:\t")) m_tgid = static_cast<pid_t>(std::strtol(g + 7, nullptr, 10));
+  if (!read_status(tid, m_tgid, m_umask) || st.umask_unsettled) return;
   // Remembered with a pidfd taken after the read: if the tid was reused in between, the
   // check above fails next time (the caller is still waiting, so it was not).
   int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, tid, k_pidfd_thread));
@@ -241,6 +262,7 @@ struct Loc {
   char real[PATH_MAX] = {};       // the parent's canonical path
   bool too_deep = false;          // ... which is longer than that
   int whole_fd = -1;  // set instead when the whole path is one of the target's fds: N of /proc/self/fd/N
+  bool whole_slash = false;  // ... written with a trailing slash
 
   bool dot() const { return std::strcmp(bare, ".") == 0 || std::strcmp(bare, "..") == 0; }
   // parent's path + "/" + bare
@@ -287,9 +309,11 @@ int resolve(Target& t, int dirfd, int base, const char* path, Loc& loc) {
         long n = 0;
         while (*e >= '0' && *e <= '9' && n < 1L << 30) n = n * 10 + (*e++ - '0');
         if (*e != '\0' && *e != '/') return -ENOENT;
+        bool slash = *e == '/';
         while (*e == '/') ++e;
         if (*e == '\0') {
           loc.whole_fd = static_cast<int>(n);
+          loc.whole_slash = slash;
           return 0;
         }
         int fd = take_fd(t, static_cast<int>(n));
@@ -320,30 +344,28 @@ int resolve(Target& t, int dirfd, int base, const char* path, Loc& loc) {
   std::size_t end = len;
   while (end > 1 && rel[end - 1] == '/') --end;
   Buf dir;
-  const char* name;
-  std::size_t name_len;
-  if (end == 1 && rel[0] == '/') {
+  if (end == 1 && rel[0] == '/') {  // "/" itself: "." in "/"
     dir.add("/");
-    name = ".";
-    name_len = 1;
+    std::memcpy(loc.bare, ".", 2);
+    std::memcpy(loc.name, ".", 2);
   } else {
     std::size_t slash = end;
     while (slash > 0 && rel[slash - 1] != '/') --slash;
-    name = rel + slash;
-    name_len = end - slash;
+    std::size_t name_len = end - slash;
     if (slash == 0) {
       dir.add(".");
     } else {
       dir.add(rel, slash);
     }
+    if (name_len > NAME_MAX) return -ENAMETOOLONG;
+    std::memcpy(loc.bare, rel + slash, name_len);
+    loc.bare[name_len] = '\0';
+    // As given, with one trailing slash if it had any (the kernel reads one as many).
+    std::size_t given = name_len + (end < len ? 1 : 0);
+    std::memcpy(loc.name, rel + slash, given);
+    loc.name[given] = '\0';
   }
-  if (!dir.ok || name_len > NAME_MAX) return -ENAMETOOLONG;
-  std::memcpy(loc.bare, name, name_len);
-  loc.bare[name_len] = '\0';
-  std::size_t given = len - static_cast<std::size_t>(name - rel);  // with trailing slashes
-  if (given > NAME_MAX) given = name_len + 1;
-  std::memcpy(loc.name, name, given);
-  loc.name[given] = '\0';
+  if (!dir.ok) return -ENAMETOOLONG;
 
   int parent = open_beneath(at, dir.s, O_DIRECTORY);
   if (parent < 0) return parent;
@@ -379,13 +401,16 @@ void reply(int listener, std::uint64_t id, int err) {
   ::ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &r);
 }
 
-void reply_fd(int listener, std::uint64_t id, int fd, bool cloexec) {
+// false when the command could not be given the fd (EMFILE, say: then it gets that error).
+bool reply_fd(int listener, std::uint64_t id, int fd, bool cloexec) {
   seccomp_notif_addfd a{};
   a.id = id;
   a.flags = SECCOMP_ADDFD_FLAG_SEND;
   a.srcfd = static_cast<std::uint32_t>(fd);
   a.newfd_flags = cloexec ? O_CLOEXEC : 0;
-  if (::ioctl(listener, SECCOMP_IOCTL_NOTIF_ADDFD, &a) < 0 && errno != ENOENT) reply(listener, id, errno);
+  if (::ioctl(listener, SECCOMP_IOCTL_NOTIF_ADDFD, &a) >= 0 || errno == ENOENT) return true;
+  reply(listener, id, errno);
+  return false;
 }
 
 bool is_ctty(int fd) {
@@ -408,9 +433,8 @@ int finish_open(int fd, int flags) {
   return fd;
 }
 
-// Opening a FIFO blocks until the other end opens: a child of init does it and answers.
-// `flags` as the caller gave them plus what the way there needs (O_NOFOLLOW, or not for
-// /proc/self/fd/N).
+// Opening a FIFO blocks until the other end opens, and a file with a lease until the
+// lease is broken: a child of init does it and answers.
 void open_in_child(int listener, std::uint64_t id, int parent, const char* name, int flags, mode_t mode) {
   long pid = ::syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0);
   if (pid < 0) {
@@ -428,9 +452,43 @@ void open_in_child(int listener, std::uint64_t id, int parent, const char* name,
   }
 }
 
+// A file init made new for a call, to be removed if the command cannot be given it
+// (EMFILE), as the kernel would not have left it.
+struct Made {
+  UniqueFd dir;
+  char name[NAME_MAX + 1] = {};
+  void set(int parent, const char* n) {
+    dir.reset(::fcntl(parent, F_DUPFD_CLOEXEC, 0));
+    std::size_t len = ::strnlen(n, NAME_MAX);
+    std::memcpy(name, n, len);
+    name[len] = '\0';
+  }
+  void undo(int fd) const {
+    struct stat a {}, b {};
+    if (!dir || ::fstat(fd, &a) != 0 || ::fstatat(dir.get(), name, &b, AT_SYMLINK_NOFOLLOW) != 0) return;
+    if (a.st_dev == b.st_dev && a.st_ino == b.st_ino) ::unlinkat(dir.get(), name, 0);
+  }
+};
+
+// fs.protected_symlinks (Documentation/admin-guide/sysctl/fs.rst): init follows a final
+// symlink by hand, so it applies the rule itself. `dir` holds the link `link`.
+bool may_follow(int dir, const struct stat& link) {
+  static const int enabled = [] {
+    char c = '0';
+    UniqueFd f(::open("/proc/sys/fs/protected_symlinks", O_RDONLY | O_CLOEXEC));
+    if (f) (void)!::read(f.get(), &c, 1);
+    return c != '0';
+  }();
+  if (!enabled) return true;
+  struct stat d {};
+  if (::fstat(dir, &d) != 0) return false;
+  if ((d.st_mode & (S_ISVTX | S_IWOTH)) != (S_ISVTX | S_IWOTH)) return true;
+  return link.st_uid == ::geteuid() || link.st_uid == d.st_uid;
+}
+
 // open, openat, creat: an fd of ours to hand over, -errno, or k_replied.
 int do_open(const GuardList& list, Target& t, int listener, std::uint64_t id, int dirfd, char* path, int flags,
-            mode_t mode) {
+            mode_t mode, Made& made) {
   constexpr int k_ours = O_CLOEXEC | O_NOCTTY;
   UniqueFd link_dir;  // the directory of the last symlink followed
   for (int hop = 0; hop <= k_max_hops; ++hop) {
@@ -441,11 +499,18 @@ int do_open(const GuardList& list, Target& t, int listener, std::uint64_t id, in
       if (fd < 0) return fd == -EBADF ? -ENOENT : fd;
       UniqueFd same(fd);
       struct stat st {};
-      if (::fstat(fd, &st) == 0 && S_ISFIFO(st.st_mode) && (flags & O_NONBLOCK) == 0) {  // a pipe
+      if (::fstat(fd, &st) != 0) return -errno;
+      if (loc.whole_slash && !S_ISDIR(st.st_mode)) return -ENOTDIR;
+      if (S_ISFIFO(st.st_mode) && (flags & O_NONBLOCK) == 0) {  // a pipe: may wait for a reader
         open_in_child(listener, id, AT_FDCWD, SelfFd(fd).s, flags, mode);
         return k_replied;
       }
-      return finish_open(::open(SelfFd(fd).s, flags | k_ours, mode), flags);
+      int got = ::open(SelfFd(fd).s, flags | k_ours | O_NONBLOCK, mode);
+      if (got < 0 && errno == EWOULDBLOCK && (flags & O_NONBLOCK) == 0) {  // a lease: may wait
+        open_in_child(listener, id, AT_FDCWD, SelfFd(fd).s, flags, mode);
+        return k_replied;
+      }
+      return finish_open(got, flags);
     }
     if (loc.dot() || std::strcmp(loc.name, loc.bare) != 0) {
       // "dir/", ".", "..": nothing can be created there, the kernel says what it says.
@@ -455,6 +520,7 @@ int do_open(const GuardList& list, Target& t, int listener, std::uint64_t id, in
     struct stat st {};
     bool exists = ::fstatat(loc.parent.get(), loc.bare, &st, AT_SYMLINK_NOFOLLOW) == 0;
     if (exists && S_ISLNK(st.st_mode) && (flags & (O_EXCL | O_NOFOLLOW)) == 0) {
+      if (!may_follow(loc.parent.get(), st)) return -EACCES;
       ssize_t n = ::readlinkat(loc.parent.get(), loc.bare, path, PATH_MAX - 1);
       if (n < 0) return -errno;
       if (n == 0) return -ENOENT;
@@ -463,12 +529,20 @@ int do_open(const GuardList& list, Target& t, int listener, std::uint64_t id, in
       continue;
     }
     if (exists && S_ISFIFO(st.st_mode) && (flags & O_NONBLOCK) == 0) {
-      open_in_child(listener, id, loc.parent.get(), loc.bare, flags | O_NOFOLLOW, mode);
+      open_in_child(listener, id, loc.parent.get(), loc.bare, flags, mode);
       return k_replied;
     }
+    // Only a process on the host can turn the name into a symlink meanwhile: every call
+    // of the sandbox's that could waits for this one. A new file is made with O_EXCL, so
+    // it is new (and init knows to remove it if the command cannot have it).
     set_umask(t.umask());
-    int fd = ::openat(loc.parent.get(), loc.bare, flags | O_NOFOLLOW | O_NONBLOCK | k_ours, mode);
-    if (fd < 0 && errno == ELOOP && (flags & O_NOFOLLOW) == 0) continue;  // made a symlink meanwhile
+    int fd = ::openat(loc.parent.get(), loc.bare, flags | (exists ? 0 : O_EXCL) | O_NONBLOCK | k_ours, mode);
+    if (fd < 0 && errno == EEXIST && !exists && (flags & O_EXCL) == 0) continue;  // made meanwhile
+    if (fd < 0 && errno == EWOULDBLOCK && (flags & O_NONBLOCK) == 0) {            // a lease: may wait
+      open_in_child(listener, id, loc.parent.get(), loc.bare, flags, mode);
+      return k_replied;
+    }
+    if (fd >= 0 && !exists) made.set(loc.parent.get(), loc.bare);
     return finish_open(fd, flags);
   }
   return -ELOOP;
@@ -487,7 +561,8 @@ int do_make(const GuardList& list, Target& t, long nr, int dirfd, const char* pa
     rc = ::mkdirat(loc.parent.get(), loc.name, mode);
   } else if (nr == SYS_mknod || nr == SYS_mknodat) {
     set_umask(t.umask());
-    rc = ::mknodat(loc.parent.get(), loc.name, mode, dev);
+    // The system call's dev is 32 bits; glibc's wrapper refuses what does not fit.
+    rc = static_cast<int>(::syscall(SYS_mknodat, loc.parent.get(), loc.name, mode, static_cast<unsigned>(dev)));
   } else {
     rc = ::symlinkat(target, loc.parent.get(), loc.name);
   }
@@ -507,6 +582,8 @@ int do_link(const GuardList& list, Target& t, int olddirfd, const char* oldpath,
     if (int r = resolve(t, olddirfd, -1, oldpath, from); r < 0) return r;
     int fd;
     if (from.whole_fd >= 0) {
+      // Without AT_SYMLINK_FOLLOW the kernel would link /proc's own symlink: EXDEV.
+      if ((flags & AT_SYMLINK_FOLLOW) == 0) return -EXDEV;
       fd = take_fd(t, from.whole_fd);
     } else {
       fd = open_beneath(from.parent.get(), from.name, (flags & AT_SYMLINK_FOLLOW) != 0 ? 0 : O_NOFOLLOW);
@@ -535,29 +612,71 @@ int do_rename(const GuardList& list, Target& t, int olddirfd, const char* oldpat
   return 0;
 }
 
+// bind(): a unix socket's path is a new name like any other; init binds the command's
+// socket (the same socket, taken with pidfd_getfd) itself. Other addresses are bound as
+// read, once.
+int do_bind(const GuardList& list, Target& t, int sockfd, std::uint64_t addr, std::uint64_t len) {
+  sockaddr_storage sa{};
+  if (len > sizeof sa) return -EINVAL;
+  if (len > 0) {
+    iovec local{&sa, static_cast<std::size_t>(len)};
+    iovec remote{reinterpret_cast<void*>(addr), static_cast<std::size_t>(len)};
+    if (::process_vm_readv(t.tid, &local, 1, &remote, 1, 0) != static_cast<ssize_t>(len)) return -EFAULT;
+  }
+  int fd = take_fd(t, sockfd);
+  if (fd < 0) return fd;
+  UniqueFd sock(fd);
+  auto socklen = static_cast<socklen_t>(len);
+  constexpr std::size_t k_path_at = offsetof(sockaddr_un, sun_path);
+  auto* un = reinterpret_cast<sockaddr_un*>(&sa);
+  if (sa.ss_family != AF_UNIX || len <= k_path_at || un->sun_path[0] == '\0') {
+    return ::bind(fd, reinterpret_cast<sockaddr*>(&sa), socklen) == 0 ? 0 : -errno;
+  }
+  char path[sizeof un->sun_path + 1] = {};
+  std::memcpy(path, un->sun_path, len - k_path_at);
+  Loc loc;
+  if (int r = resolve(t, AT_FDCWD, -1, path, loc); r < 0) return r;
+  if (loc.whole_fd >= 0) return -EADDRINUSE;
+  if (!loc.dot() && refused(list, loc, false)) return -EACCES;
+  // bind() has no *at form: from the parent directory, by its last name.
+  sockaddr_un at{};
+  at.sun_family = AF_UNIX;
+  std::size_t n = std::strlen(loc.name);
+  if (n >= sizeof at.sun_path) return -ENAMETOOLONG;
+  std::memcpy(at.sun_path, loc.name, n);
+  if (::fchdir(loc.parent.get()) != 0) return -errno;
+  set_umask(t.umask());
+  int rc = ::bind(fd, reinterpret_cast<sockaddr*>(&at), static_cast<socklen_t>(k_path_at + n + 1));
+  int err = errno;
+  (void)!::chdir("/");
+  return rc == 0 ? 0 : -err;
+}
+
 int as_fd(std::uint64_t arg) { return static_cast<int>(static_cast<std::uint32_t>(arg)); }
 
 bool among(const char* const* set, std::size_t mask, const char* name, std::size_t len) {
   for (std::size_t i = name_hash(name, len) & mask;; i = (i + 1) & mask) {
     if (set[i] == nullptr) return false;
-    if (std::strncmp(set[i], name, len) == 0 && set[i][len] == '\0') return true;
+    if (::strncasecmp(set[i], name, len) == 0 && set[i][len] == '\0') return true;
   }
 }
 
 // Calls whose last name appears in no guarded path cannot make one, wherever they land,
 // so they skip the real path and the symlink walk: a new file is one openat2() (it never
 // follows a symlink or a magic link, and O_EXCL makes it new: an existing name may be a
-// FIFO or a terminal, for the full way), a directory one mkdirat(). A path through a
-// magic link (/proc/self/fd/N, /dev/fd/N, /proc/self/cwd) fails with ELOOP and takes the
-// full way, which puts the command's own in place; nothing can be made in /proc.
-// true: answered.
+// FIFO or a terminal, for the full way), a directory one mkdirat(). Any failure takes the
+// full way too, for the kernel's answer there. true: answered.
 bool fast_path(int listener, Target& t, const seccomp_notif& req, const char* path) {
   long nr = req.data.nr;
   const auto& a = req.data.args;
   bool is_open = nr == SYS_open || nr == SYS_openat || nr == SYS_creat;
   bool is_mkdir = nr == SYS_mkdir || nr == SYS_mkdirat;
   if (!is_open && !is_mkdir) return false;
-  if (path[0] == '\0') return false;
+  // The command's own /proc/self, /dev/fd and /dev/std* are put in place by the full way.
+  if (path[0] == '\0' || after(path, "/proc") != nullptr || after(path, "/dev/fd") != nullptr ||
+      std::strncmp(path, "/dev/std", 8) == 0) {
+    return false;
+  }
   std::size_t n = std::strlen(path);
   if (path[n - 1] == '/') return false;
   const char* slash = std::strrchr(path, '/');
@@ -579,22 +698,30 @@ bool fast_path(int listener, Target& t, const seccomp_notif& req, const char* pa
     int flags = nr == SYS_open ? static_cast<int>(a[1]) : nr == SYS_openat ? static_cast<int>(a[2]) : (O_CREAT | O_WRONLY | O_TRUNC);
     auto mode = static_cast<mode_t>(nr == SYS_open ? a[2] : nr == SYS_openat ? a[3] : a[1]);
     open_how how{};
-    how.flags = static_cast<std::uint64_t>(static_cast<unsigned>(flags | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY));
+    // O_EXCL: a new file, and never through a symlink (F_GETFL does not show it, where it
+    // would show O_NOFOLLOW).
+    how.flags = static_cast<std::uint64_t>(static_cast<unsigned>(flags | O_EXCL | O_CLOEXEC | O_NOCTTY));
     how.mode = mode & 07777;
     how.resolve = RESOLVE_NO_MAGICLINKS;
     set_umask(t.umask());
     int fd = static_cast<int>(::syscall(SYS_openat2, at, path, &how, sizeof how));
     if (fd < 0) {
-      int err = errno;
-      if (err == EEXIST && (flags & O_EXCL) != 0) {
+      // An existing name, a symlink or magic link on the way, an fd of init's where the
+      // command's was meant (/dev/fd/N through a symlink): the full way says what the
+      // kernel would have.
+      if (errno == EEXIST && (flags & O_EXCL) != 0) {
         reply(listener, req.id, EEXIST);
         return true;
       }
-      if (err == EEXIST || err == ELOOP || err == EINVAL) return false;
-      reply(listener, req.id, err);
-      return true;
+      return false;
     }
-    reply_fd(listener, req.id, fd, (flags & O_CLOEXEC) != 0);
+    if (!reply_fd(listener, req.id, fd, (flags & O_CLOEXEC) != 0)) {
+      struct stat made {}, now {};  // new (O_EXCL) and not handed over: gone again
+      if (::fstat(fd, &made) == 0 && ::fstatat(at, path, &now, AT_SYMLINK_NOFOLLOW) == 0 && made.st_ino == now.st_ino &&
+          made.st_dev == now.st_dev) {
+        ::unlinkat(at, path, 0);
+      }
+    }
     ::close(fd);
     return true;
   }
@@ -606,11 +733,7 @@ bool fast_path(int listener, Target& t, const seccomp_notif& req, const char* pa
   }
   if (!dir.ok) return false;
   int parent = open_beneath(at, dir.s, O_DIRECTORY);
-  if (parent < 0) {
-    if (parent == -ELOOP) return false;
-    reply(listener, req.id, -parent);
-    return true;
-  }
+  if (parent < 0) return false;  // the full way says why
   UniqueFd p(parent);
   set_umask(t.umask());
   int rc = ::mkdirat(parent, name, static_cast<mode_t>(nr == SYS_mkdir ? a[1] : a[2]));
@@ -624,11 +747,24 @@ void handle(int listener, GuardState& state, const seccomp_notif& req) {
   if (req.data.arch != AUDIT_ARCH_X86_64) return reply(listener, req.id, ENOSYS);
   if (nr == SYS_umask) {
     state.umask_changed = true;
-    ++state.umask_calls;
     seccomp_notif_resp r{};
     r.id = req.id;
     r.flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
     ::ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &r);
+    // The kernel sets the new umask after this answer. Until /proc shows it, another
+    // thread sharing it could be read with the old one: wait (serving nothing else), then
+    // forget every umask read so far. If it does not show, none is remembered again.
+    auto want = static_cast<mode_t>(a[0] & 0777);
+    bool shown = false;
+    for (int i = 0; i < 1000 && !shown; ++i) {
+      pid_t g = 0;
+      mode_t now = 0;
+      if (!read_status(static_cast<pid_t>(req.pid), g, now)) break;  // gone
+      shown = now == want;
+      if (!shown) ::sched_yield();
+    }
+    if (!shown) state.umask_unsettled = true;
+    ++state.umask_calls;
     return;
   }
   const GuardList& list = state.list;
@@ -662,6 +798,7 @@ void handle(int listener, GuardState& state, const seccomp_notif& req) {
       r = read_str(t, a[1], p1);
       if (r == 0) r = read_str(t, a[3], p2);
       break;
+    case SYS_bind: break;  // reads its address itself
     default: return reply(listener, req.id, ENOSYS);
   }
   // The caller is still waiting, so its tid is still its own when /proc is read below.
@@ -677,10 +814,11 @@ void handle(int listener, GuardState& state, const seccomp_notif& req) {
       int dirfd = nr == SYS_openat ? as_fd(a[0]) : AT_FDCWD;
       int flags = nr == SYS_open ? static_cast<int>(a[1]) : nr == SYS_openat ? static_cast<int>(a[2]) : (O_CREAT | O_WRONLY | O_TRUNC);
       auto mode = static_cast<mode_t>(nr == SYS_open ? a[2] : nr == SYS_openat ? a[3] : a[1]);
-      int fd = do_open(list, t, listener, req.id, dirfd, p1, flags, mode);
+      Made made;
+      int fd = do_open(list, t, listener, req.id, dirfd, p1, flags, mode, made);
       if (fd == k_replied) return;
       if (fd < 0) return reply(listener, req.id, -fd);
-      reply_fd(listener, req.id, fd, (flags & O_CLOEXEC) != 0);
+      if (!reply_fd(listener, req.id, fd, (flags & O_CLOEXEC) != 0)) made.undo(fd);
       ::close(fd);
       return;
     }
@@ -699,6 +837,7 @@ void handle(int listener, GuardState& state, const seccomp_notif& req) {
     case SYS_renameat2:
       res = do_rename(list, t, as_fd(a[0]), p1, as_fd(a[2]), p2, static_cast<unsigned>(a[4]));
       break;
+    case SYS_bind: res = do_bind(list, t, as_fd(a[0]), a[1], a[2]); break;
     default: res = -ENOSYS;
   }
   reply(listener, req.id, -res);
@@ -710,8 +849,8 @@ int guard_check(const GuardList& list, const char* full, bool is_mkdir) {
   std::size_t n = std::strlen(full);
   for (std::size_t i = 0; i < list.count; ++i) {
     const char* p = list.paths[i];
-    if (std::strcmp(p, full) == 0) return EACCES;
-    if (!is_mkdir && std::strncmp(p, full, n) == 0 && p[n] == '/') return EACCES;
+    if (::strcasecmp(p, full) == 0) return EACCES;
+    if (!is_mkdir && ::strncasecmp(p, full, n) == 0 && p[n] == '/') return EACCES;
   }
   return 0;
 }
@@ -769,7 +908,7 @@ bool prepare_guard(const GuardList& in, GuardState& out) {
   }
   mode_t um = ::umask(022);
   ::umask(um);
-  out = GuardState{{paths, in.count}, names, slots - 1, leaves, slots - 1, um, false, 0, {}, 0};
+  out = GuardState{{paths, in.count}, names, slots - 1, leaves, slots - 1, um, false, false, 0, {}, 0};
   for (auto& e : out.seen) e = {0, -1, 0, 0, 0};
   return true;
 }

@@ -50,6 +50,7 @@ struct GuardState {
   std::size_t leaves_mask;
   unsigned umask;             // init's own at start, which the command inherits
   bool umask_changed;         // a process in the sandbox called umask()
+  bool umask_unsettled;       // one's new umask did not show in /proc: read it every time
   unsigned umask_calls;       // how many times: what was read of a thread before is stale
   // What /proc/TID/status said (tgid, umask), per thread, while it lives (its pidfd) and
   // nothing called umask() since. Reading it costs more than the rest of a call.

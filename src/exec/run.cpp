@@ -336,6 +336,19 @@ int run_prestarted(Policy p, const std::vector<std::string>& environ, RunOptions
     return run_unsandboxed(p, env, status);
   }
 
+  // A directory on fd 0, 1 or 2 (`zerobox ... <dir`) would be a way around the mount
+  // view: openat() relative to it reaches the host's tree, protected paths and all.
+  for (int fd = 0; fd <= 2; ++fd) {
+    int fl = ::fcntl(fd, F_GETFL);
+    struct stat st {};
+    if (fl >= 0 && ((fl & O_PATH) != 0 || (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)))) {
+      static const char* const k_names[] = {"stdin", "stdout", "stderr"};
+      return setup_failed(status, std::string(k_names[fd]) + " (fd " + std::to_string(fd) +
+                                      ") is a directory, which would give the command the host's files around the "
+                                      "sandbox: give it a file, a pipe or a terminal");
+    }
+  }
+
   // 2. The filesystem view and the mount plan.
   auto fs = zb::policy::compute_fs(p, caller);
   zb::exec::Placeholders placeholders;  // removed when run() returns

@@ -143,19 +143,23 @@ Result<std::vector<sock_filter>> build_guard_filter() {
   // or hard link, and renaming. open() and openat() only with O_CREAT (a register
   // argument, so the filter can look); openat2() keeps its flags in memory, where
   // seccomp cannot, and gets ENOSYS so that callers fall back to openat().
-  // umask() too, only so that init knows it must read the caller's umask from then on.
+  // umask() too, only so that init knows it must read the caller's umask from then on;
+  // bind(), whose unix socket paths are new names too.
   for (const char* name : {"creat", "mkdir", "mkdirat", "mknod", "mknodat", "symlink", "symlinkat", "link", "linkat",
-                           "rename", "renameat", "renameat2", "umask"}) {
+                           "rename", "renameat", "renameat2", "umask", "bind"}) {
     int nr = seccomp_syscall_resolve_name(name);
     if (nr == __NR_SCMP_ERROR) continue;
     if (auto r = check(seccomp_rule_add(ctx.get(), SCMP_ACT_NOTIFY, nr, 0), name); !r) return std::unexpected(r.error());
   }
-  if (auto r = check(seccomp_rule_add(ctx.get(), SCMP_ACT_NOTIFY, SCMP_SYS(open), 1, SCMP_A1(SCMP_CMP_MASKED_EQ, O_CREAT, O_CREAT)),
+  // O_PATH makes the kernel ignore O_CREAT (and an O_PATH fd cannot be handed over).
+  constexpr unsigned k_creating = O_CREAT | O_PATH;
+  if (auto r = check(seccomp_rule_add(ctx.get(), SCMP_ACT_NOTIFY, SCMP_SYS(open), 1,
+                                      SCMP_A1(SCMP_CMP_MASKED_EQ, k_creating, O_CREAT)),
                      "open");
       !r)
     return std::unexpected(r.error());
   if (auto r = check(seccomp_rule_add(ctx.get(), SCMP_ACT_NOTIFY, SCMP_SYS(openat), 1,
-                                      SCMP_A2(SCMP_CMP_MASKED_EQ, O_CREAT, O_CREAT)),
+                                      SCMP_A2(SCMP_CMP_MASKED_EQ, k_creating, O_CREAT)),
                      "openat");
       !r)
     return std::unexpected(r.error());

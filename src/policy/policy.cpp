@@ -37,7 +37,9 @@ const std::vector<std::string>& protected_write_names() {
       ".config/fish", ".envrc",
       // Editor and agent configuration that can execute code.
       ".vscode", ".idea", ".mcp.json", ".claude", ".codex", ".agents", ".cursor",
-      ".npmrc", ".gitconfig"};
+      ".npmrc", ".gitconfig",
+      // git's other user config (XDG), and what a desktop session starts at login.
+      ".config/git", ".config/systemd", ".config/autostart"};
   return names;
 }
 
@@ -498,35 +500,28 @@ FsRules compute_fs(const Policy& p, const Caller& c) {
           if (writable_at(literal)) fs.absent_protected.push_back(literal);
           continue;
         }
-        // A dotfile kept as a symlink (~/.bashrc -> dotfiles/bashrc): protect what it
-        // points at, where that is writable; the create guard keeps the link in place.
+        // A dotfile kept as a symlink (~/.bashrc -> dotfiles/bashrc, a .git symlinked
+        // elsewhere): protect what the chain of links leads to, where that is writable (or
+        // guard it, if absent: a dangling link would otherwise be filled in), and pin every
+        // link met on the way that the command could replace (~/.bashrc -> mid ->
+        // dotfiles/bashrc; a symlinked directory in the target's path).
         // Roots are canonical, so only a symlink in the name itself (the entry, or its
-        // parent for names like .git/hooks) needs resolving; two lstat() calls decide.
+        // parent for names like .git/hooks) starts a chain; two lstat() calls decide.
         std::string full = literal;
         struct stat st {};
         bool exists = ::lstat(literal.c_str(), &st) == 0;
         bool linked = exists && S_ISLNK(st.st_mode);
-        if (!exists && name.find('/') != std::string::npos) {
+        if (!linked && name.find('/') != std::string::npos) {
           linked = ::lstat(path::parent(literal).c_str(), &st) == 0 && S_ISLNK(st.st_mode);
         }
-        {
-          // The link itself (the name, or its parent for names like .git/hooks) stays in
-          // place: the create guard refuses a new entry under its name.
-          struct stat lst {};
-          std::string link;
-          if (linked && exists) {
-            link = literal;
-          } else if (name.find('/') != std::string::npos && ::lstat(path::parent(literal).c_str(), &lst) == 0 &&
-                     S_ISLNK(lst.st_mode)) {
-            link = path::parent(literal);
-          }
-          if (!link.empty() && writable_at(link)) fs.protected_links.push_back(link);
-        }
         if (linked) {
-          auto canon = path::canonicalize(literal);
-          if (!canon) continue;
-          full = canon->path;
-          exists = canon->exists;
+          auto walk = path::walk_links(literal);
+          for (const auto& l : walk.links) {
+            if (writable_at(l)) fs.protected_links.push_back(l);
+          }
+          if (walk.loop) continue;  // nothing to protect at the end; the links are pinned
+          full = walk.target;
+          exists = walk.exists;
           if (named(full, p.allow_write)) continue;
         }
         if (!writable_at(full)) continue;

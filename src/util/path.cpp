@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include <cstdlib>
+#include <deque>
 
 #include "util/fd.hpp"
 
@@ -139,6 +140,64 @@ Result<bool> is_empty_dir(const std::string& p) {
       off += e->d_reclen;
     }
   }
+}
+
+LinkWalk walk_links(const std::string& abs) {
+  LinkWalk w;
+  auto split = [](const std::string& p) {
+    std::vector<std::string> out;
+    std::size_t i = 0;
+    while (i < p.size()) {
+      std::size_t j = p.find('/', i);
+      if (j == std::string::npos) j = p.size();
+      if (j > i) out.push_back(p.substr(i, j - i));
+      i = j + 1;
+    }
+    return out;
+  };
+  std::deque<std::string> todo;
+  for (auto& c : split(abs)) todo.push_back(std::move(c));
+  std::string cur = "/";
+  bool absent = false;
+  while (!todo.empty()) {
+    std::string c = std::move(todo.front());
+    todo.pop_front();
+    if (c == ".") continue;
+    if (c == "..") {
+      cur = parent(cur);
+      continue;
+    }
+    std::string next = join(cur, c);
+    struct stat st {};
+    if (absent || ::lstat(next.c_str(), &st) != 0) {
+      absent = true;
+      cur = std::move(next);
+      continue;
+    }
+    if (!S_ISLNK(st.st_mode)) {
+      cur = std::move(next);
+      continue;
+    }
+    if (w.links.size() >= 40) {
+      w.loop = true;
+      break;
+    }
+    char buf[PATH_MAX];
+    ssize_t n = ::readlink(next.c_str(), buf, sizeof buf - 1);
+    w.links.push_back(next);
+    if (n <= 0) {
+      absent = true;
+      cur = std::move(next);
+      continue;
+    }
+    std::string t(buf, static_cast<std::size_t>(n));
+    auto comps = split(t);
+    todo.insert(todo.begin(), comps.begin(), comps.end());
+    if (t[0] == '/') cur = "/";
+  }
+  w.target = cur;
+  w.exists = !absent && !w.loop;
+  return w;
 }
 
 }  // namespace zb::path

@@ -33,6 +33,17 @@ struct Canonical {
 };
 Result<Canonical> canonicalize(std::string_view abs);
 
+// The way an absolute path resolves, one symlink at a time: every symlink met (the path's
+// own components and those of the links' targets, in order), and where it ends. After a
+// missing component the rest is taken as written. `loop`: more than 40 links.
+struct LinkWalk {
+  std::vector<std::string> links;
+  std::string target;
+  bool exists = false;
+  bool loop = false;
+};
+LinkWalk walk_links(const std::string& abs);
+
 enum class Kind { Missing, Directory, File, Other };
 Kind kind_of(const std::string& p);  // follows symlinks
 

@@ -109,8 +109,18 @@ refused("link()", lambda: os.link("plain", ".envrc"))
 refused("rename()", lambda: os.rename("plain", ".envrc"))
 refused("renameat2(NOREPLACE)", lambda: renameat2("plain", ".bashrc", 1))
 tmp = os.open(".", os.O_TMPFILE | os.O_WRONLY, 0o600)
-refused("linkat an O_TMPFILE to the name", lambda: os.link(f"/proc/self/fd/{tmp}", ".envrc", follow_symlinks=True))
-os.link(f"/proc/self/fd/{tmp}", "tmpfile-named", follow_symlinks=True)
+AT_SYMLINK_FOLLOW = 0x400
+
+
+def linkat_follow(src, dst):  # os.link() calls link(), which never follows /proc/self/fd/N
+    if libc.linkat(AT_FDCWD, src.encode(), AT_FDCWD, dst.encode(), AT_SYMLINK_FOLLOW) != 0:
+        e = ctypes.get_errno()
+        raise OSError(e, os.strerror(e))
+
+
+refused("linkat an O_TMPFILE to the name", lambda: linkat_follow(f"/proc/self/fd/{tmp}", ".envrc"))
+refused("link() of /proc/self/fd/N: EXDEV, as the kernel says", lambda: os.link(f"/proc/self/fd/{tmp}", "x"), (errno.EXDEV,))
+linkat_follow(f"/proc/self/fd/{tmp}", "tmpfile-named")
 check("linkat an O_TMPFILE elsewhere works", os.path.isfile("tmpfile-named"))
 os.close(tmp)
 os.symlink("prep2", "lnk-to-dir")
@@ -147,6 +157,22 @@ refused("O_CREAT in init's fd directory", lambda: os.open("/proc/1/fd/0", os.O_R
 if libc.syscall(437, AT_FDCWD, b"x", ctypes.c_void_p(0), 0) == -1:  # openat2
     check("openat2 answers ENOSYS", ctypes.get_errno() == errno.ENOSYS, f"errno {ctypes.get_errno()}")
 check("bad pointer is EFAULT", libc.syscall(83, ctypes.c_void_p(1), 0o755) == -1 and ctypes.get_errno() == errno.EFAULT)
+
+# A unix socket bound under the name, any case of the name (a case-insensitive file system
+# would take .ENVRC for .envrc), and the command's own /dev/fd/N in a symlink's target.
+import socket
+refused("bind() a unix socket at the name", lambda: socket.socket(socket.AF_UNIX).bind(".envrc"))
+refused("bind() through an absolute path", lambda: socket.socket(socket.AF_UNIX).bind(R + "/.bashrc"))
+sock = socket.socket(socket.AF_UNIX)
+sock.bind("fine.sock")
+check("bind() elsewhere works", os.path.exists("fine.sock"))
+refused("O_CREAT .ENVRC", lambda: os.open(".ENVRC", W, 0o644))
+refused("mkdir .Git/Hooks spelling of .git/hooks", lambda: os.mkdir(".git/HOOKS"))
+logfd = os.open("log", W | os.O_TRUNC, 0o644)
+os.dup2(logfd, 7)
+with open("/dev/fd/7", "w") as f:
+    f.write("via /dev/fd")
+check("/dev/fd/N of the command's own", open("log").read() == "via /dev/fd")
 
 # Ordinary creation keeps its semantics.
 old = os.umask(0o027)
@@ -186,5 +212,5 @@ os.close(fd)
 check("a non-dumpable process still creates files", os.path.isfile("after-nondumpable"))
 refused("... and is still refused the name", lambda: os.open(".envrc", W, 0o644))
 
-check("nothing protected exists", absent(".envrc", ".bashrc", ".config", ".git/hooks"))
+check("nothing protected exists", absent(".envrc", ".bashrc", ".config", ".git/hooks", ".ENVRC"))
 sys.exit(min(failures, 100))

@@ -132,4 +132,10 @@ for closed in 0 1 2; do
 done
 "$ZEROBOX" -- sh -c 'exit 3' 0<&- 1>&- 2>&-
 expect_eq "$?" 3 "all stdio closed: the command's status comes through"
+# A directory as stdio would let the command reach the host's tree around the mount view.
+run sh -c "'$ZEROBOX' -- true </"
+expect_rc 125 "a directory on stdin: refused"
+expect_contains "$ERR" "stdin (fd 0) is a directory" "... and said"
+run sh -c "'$ZEROBOX' -- true >&- 1</"
+expect_rc 125 "a directory on stdout: refused"
 finish

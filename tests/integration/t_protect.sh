@@ -100,6 +100,31 @@ for attempt in "echo evil >> '$L/.bashrc'" "rm '$L/.bashrc'" "mv '$L/.bashrc' '$
   run env HOME="$L" "$ZEROBOX" --allow-write="$L" -- sh -c "$attempt"
   expect_rc_not 0 "symlinked dotfile: $attempt"
 done
+# Chains: ~/.zshrc -> mid -> dotfiles/zshrc, a symlinked directory on the target's way, a
+# .git through two links, and links whose target does not exist yet.
+mkdir -p "$L/real" "$L/gitdir2/hooks"
+echo orig >"$L/dotfiles/zshrc"
+ln -s dotfiles/zshrc "$L/mid"
+ln -s mid "$L/.zshrc"
+echo orig >"$L/real/profile"
+ln -s real "$L/dl"
+ln -s dl/profile "$L/.profile"
+printf '[core]\n' >"$L/gitdir2/config"
+ln -s gitdir2 "$L/gdl"
+mkdir -p "$L/proj2" "$L/proj3"
+ln -s ../gdl "$L/proj2/.git"
+ln -s ../nogit "$L/proj3/.git"
+ln -s dotfiles/absent-envrc "$L/.envrc"
+for attempt in "rm '$L/mid'" "ln -sfn /tmp/evil '$L/mid'" "rm '$L/dl'" "rm '$L/gdl'" "echo x > '$L/dl/profile'" \
+  "echo x > '$L/gdl/config'" "mkdir -p '$L/nogit' && echo x > '$L/nogit/config'" "mkdir -p '$L/nogit/hooks'" \
+  "echo x > '$L/dotfiles/absent-envrc'" "echo x > '$L/.envrc'"; do
+  run env HOME="$L" "$ZEROBOX" --allow-write="$L" -C "$L" -- sh -c "$attempt"
+  expect_rc_not 0 "symlink chain: $attempt"
+done
+expect_file_eq "$L/.zshrc" orig "a chain of links still leads to the same file"
+expect_file_eq "$L/.profile" orig "a symlinked directory on the way still leads to the same file"
+expect_absent "$L/nogit/config" "no config where a dangling .git points"
+expect_absent "$L/dotfiles/absent-envrc" "no file where a dangling dotfile link points"
 expect_eq "$(readlink "$L/.bashrc")" dotfiles/bashrc "symlinked ~/.bashrc still points where it did"
 expect_file_eq "$L/dotfiles/bashrc" orig "... and its target is unchanged"
 expect_eq "$(readlink "$L/proj/.git")" ../gitdir "symlinked .git still points where it did"

@@ -46,3 +46,34 @@ TEST_CASE("path::split_list honours escaped commas") {
   CHECK(path::split_list("a\\,b,c") == std::vector<std::string>{"a,b", "c"});
   CHECK(path::split_list("") == std::vector<std::string>{""});
 }
+
+TEST_CASE("path::walk_links lists every link met and where the chain ends") {
+  test::TempDir t;
+  test::mkdirs(t / "real");
+  test::write_file(t / "real/file", "x");
+  ::symlink("real", (t / "dl").c_str());
+  ::symlink("dl/file", (t / "mid").c_str());
+  ::symlink("mid", (t / "entry").c_str());
+  auto w = path::walk_links(t / "entry");
+  CHECK(w.exists);
+  CHECK(!w.loop);
+  CHECK(w.target == t / "real/file");
+  REQUIRE(w.links.size() == 3);
+  CHECK(w.links[0] == t / "entry");
+  CHECK(w.links[1] == t / "mid");
+  CHECK(w.links[2] == t / "dl");
+  // A dangling link: where it points, absent.
+  ::symlink("../gone/x", (t / "real/dangling").c_str());
+  auto d = path::walk_links(t / "real/dangling");
+  CHECK(!d.exists);
+  CHECK(d.target == t / "gone/x");
+  CHECK(d.links.size() == 1);
+  // A loop.
+  ::symlink("b", (t / "a").c_str());
+  ::symlink("a", (t / "b").c_str());
+  CHECK(path::walk_links(t / "a").loop);
+  // No link at all.
+  auto plain = path::walk_links(t / "real/file");
+  CHECK(plain.links.empty());
+  CHECK(plain.exists);
+}

@@ -47,4 +47,8 @@ TEST_CASE("the create guard refuses guarded paths and whatever but mkdir stands 
   CHECK(guard_check(list, "/p/src/.envrc", false) == 0);
   CHECK(guard_check(list, "/q/.envrc", false) == 0);
   CHECK(guard_check(zb::exec::GuardList{paths, 0}, "/p/.envrc", false) == 0);
+  // Any ASCII case: on a case-insensitive file system it is the same name.
+  CHECK(guard_check(list, "/p/.ENVRC", false) == EACCES);
+  CHECK(guard_check(list, "/P/.Git/Hooks", true) == EACCES);
+  CHECK(guard_check(list, "/p/.GIT", false) == EACCES);
 }
