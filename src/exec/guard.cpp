@@ -27,6 +27,7 @@
 #include <cstring>
 #include <strings.h>
 
+#include "exec/init.hpp"
 #include "util/fd.hpp"
 
 namespace zb::exec {
@@ -387,10 +388,19 @@ int resolve(Target& t, int dirfd, int base, const char* path, Loc& loc) {
   return 0;
 }
 
-bool refused(const GuardList& list, const Loc& loc, bool is_mkdir) {
+// Whether to refuse; a refusal is reported to the supervisor once per guarded path, so
+// that the user learns why (say, git init's "Permission denied" on .git/hooks).
+bool refused(Target& t, const Loc& loc, bool is_mkdir) {
   Buf full;
   if (!loc.full(full)) return false;  // longer than any guarded path
-  return guard_check(list, full.s, is_mkdir) != 0;
+  GuardState& st = *t.state;
+  std::size_t which = 0;
+  if (guard_check(st.list, full.s, is_mkdir, &which) == 0) return false;
+  if (st.reported != nullptr && st.reported[which] == 0) {
+    st.reported[which] = 1;
+    send_msg(st.report_fd, k_msg_guard_refused, 0, static_cast<int32_t>(which), EACCES, 0);
+  }
+  return true;
 }
 
 void reply(int listener, std::uint64_t id, int err) {
@@ -487,7 +497,7 @@ bool may_follow(int dir, const struct stat& link) {
 }
 
 // open, openat, creat: an fd of ours to hand over, -errno, or k_replied.
-int do_open(const GuardList& list, Target& t, int listener, std::uint64_t id, int dirfd, char* path, int flags,
+int do_open(Target& t, int listener, std::uint64_t id, int dirfd, char* path, int flags,
             mode_t mode, Made& made) {
   constexpr int k_ours = O_CLOEXEC | O_NOCTTY;
   UniqueFd link_dir;  // the directory of the last symlink followed
@@ -516,7 +526,7 @@ int do_open(const GuardList& list, Target& t, int listener, std::uint64_t id, in
       // "dir/", ".", "..": nothing can be created there, the kernel says what it says.
       return finish_open(::openat(loc.parent.get(), loc.name, flags | k_ours, mode), flags);
     }
-    if (refused(list, loc, false)) return -EACCES;
+    if (refused(t, loc, false)) return -EACCES;
     struct stat st {};
     bool exists = ::fstatat(loc.parent.get(), loc.bare, &st, AT_SYMLINK_NOFOLLOW) == 0;
     if (exists && S_ISLNK(st.st_mode) && (flags & (O_EXCL | O_NOFOLLOW)) == 0) {
@@ -549,12 +559,12 @@ int do_open(const GuardList& list, Target& t, int listener, std::uint64_t id, in
 }
 
 // mkdir, mknod, symlink: 0 or -errno.
-int do_make(const GuardList& list, Target& t, long nr, int dirfd, const char* path, mode_t mode, dev_t dev,
+int do_make(Target& t, long nr, int dirfd, const char* path, mode_t mode, dev_t dev,
             const char* target) {
   Loc loc;
   if (int r = resolve(t, dirfd, -1, path, loc); r < 0) return r;
   if (loc.whole_fd >= 0) return -EEXIST;
-  if (!loc.dot() && refused(list, loc, nr == SYS_mkdir || nr == SYS_mkdirat)) return -EACCES;
+  if (!loc.dot() && refused(t, loc, nr == SYS_mkdir || nr == SYS_mkdirat)) return -EACCES;
   int rc;
   if (nr == SYS_mkdir || nr == SYS_mkdirat) {
     set_umask(t.umask());
@@ -569,7 +579,7 @@ int do_make(const GuardList& list, Target& t, long nr, int dirfd, const char* pa
   return rc == 0 ? 0 : -errno;
 }
 
-int do_link(const GuardList& list, Target& t, int olddirfd, const char* oldpath, int newdirfd, const char* newpath,
+int do_link(Target& t, int olddirfd, const char* oldpath, int newdirfd, const char* newpath,
             int flags) {
   if ((flags & ~(AT_SYMLINK_FOLLOW | AT_EMPTY_PATH)) != 0) return -EINVAL;
   UniqueFd src;
@@ -596,18 +606,18 @@ int do_link(const GuardList& list, Target& t, int olddirfd, const char* oldpath,
   Loc to;
   if (int r = resolve(t, newdirfd, -1, newpath, to); r < 0) return r;
   if (to.whole_fd >= 0) return -EEXIST;
-  if (!to.dot() && refused(list, to, false)) return -EACCES;
+  if (!to.dot() && refused(t, to, false)) return -EACCES;
   return ::linkat(AT_FDCWD, SelfFd(src.get()).s, to.parent.get(), to.name, AT_SYMLINK_FOLLOW) == 0 ? 0 : -errno;
 }
 
-int do_rename(const GuardList& list, Target& t, int olddirfd, const char* oldpath, int newdirfd,
+int do_rename(Target& t, int olddirfd, const char* oldpath, int newdirfd,
               const char* newpath, unsigned flags) {
   Loc from, to;
   if (int r = resolve(t, olddirfd, -1, oldpath, from); r < 0) return r;
   if (int r = resolve(t, newdirfd, -1, newpath, to); r < 0) return r;
   if (from.whole_fd >= 0 || to.whole_fd >= 0) return -EXDEV;
-  if (!to.dot() && refused(list, to, false)) return -EACCES;
-  if ((flags & RENAME_EXCHANGE) != 0 && !from.dot() && refused(list, from, false)) return -EACCES;
+  if (!to.dot() && refused(t, to, false)) return -EACCES;
+  if ((flags & RENAME_EXCHANGE) != 0 && !from.dot() && refused(t, from, false)) return -EACCES;
   if (::syscall(SYS_renameat2, from.parent.get(), from.name, to.parent.get(), to.name, flags) != 0) return -errno;
   return 0;
 }
@@ -615,7 +625,7 @@ int do_rename(const GuardList& list, Target& t, int olddirfd, const char* oldpat
 // bind(): a unix socket's path is a new name like any other; init binds the command's
 // socket (the same socket, taken with pidfd_getfd) itself. Other addresses are bound as
 // read, once.
-int do_bind(const GuardList& list, Target& t, int sockfd, std::uint64_t addr, std::uint64_t len) {
+int do_bind(Target& t, int sockfd, std::uint64_t addr, std::uint64_t len) {
   sockaddr_storage sa{};
   if (len > sizeof sa) return -EINVAL;
   if (len > 0) {
@@ -637,7 +647,7 @@ int do_bind(const GuardList& list, Target& t, int sockfd, std::uint64_t addr, st
   Loc loc;
   if (int r = resolve(t, AT_FDCWD, -1, path, loc); r < 0) return r;
   if (loc.whole_fd >= 0) return -EADDRINUSE;
-  if (!loc.dot() && refused(list, loc, false)) return -EACCES;
+  if (!loc.dot() && refused(t, loc, false)) return -EACCES;
   // bind() has no *at form: from the parent directory, by its last name.
   sockaddr_un at{};
   at.sun_family = AF_UNIX;
@@ -767,7 +777,6 @@ void handle(int listener, GuardState& state, const seccomp_notif& req) {
     ++state.umask_calls;
     return;
   }
-  const GuardList& list = state.list;
   Target t;
   t.tid = static_cast<pid_t>(req.pid);
   t.state = &state;
@@ -815,29 +824,29 @@ void handle(int listener, GuardState& state, const seccomp_notif& req) {
       int flags = nr == SYS_open ? static_cast<int>(a[1]) : nr == SYS_openat ? static_cast<int>(a[2]) : (O_CREAT | O_WRONLY | O_TRUNC);
       auto mode = static_cast<mode_t>(nr == SYS_open ? a[2] : nr == SYS_openat ? a[3] : a[1]);
       Made made;
-      int fd = do_open(list, t, listener, req.id, dirfd, p1, flags, mode, made);
+      int fd = do_open(t, listener, req.id, dirfd, p1, flags, mode, made);
       if (fd == k_replied) return;
       if (fd < 0) return reply(listener, req.id, -fd);
       if (!reply_fd(listener, req.id, fd, (flags & O_CLOEXEC) != 0)) made.undo(fd);
       ::close(fd);
       return;
     }
-    case SYS_mkdir: res = do_make(list, t, nr, AT_FDCWD, p1, static_cast<mode_t>(a[1]), 0, nullptr); break;
-    case SYS_mkdirat: res = do_make(list, t, nr, as_fd(a[0]), p1, static_cast<mode_t>(a[2]), 0, nullptr); break;
-    case SYS_mknod: res = do_make(list, t, nr, AT_FDCWD, p1, static_cast<mode_t>(a[1]), static_cast<dev_t>(a[2]), nullptr); break;
+    case SYS_mkdir: res = do_make(t, nr, AT_FDCWD, p1, static_cast<mode_t>(a[1]), 0, nullptr); break;
+    case SYS_mkdirat: res = do_make(t, nr, as_fd(a[0]), p1, static_cast<mode_t>(a[2]), 0, nullptr); break;
+    case SYS_mknod: res = do_make(t, nr, AT_FDCWD, p1, static_cast<mode_t>(a[1]), static_cast<dev_t>(a[2]), nullptr); break;
     case SYS_mknodat:
-      res = do_make(list, t, nr, as_fd(a[0]), p1, static_cast<mode_t>(a[2]), static_cast<dev_t>(a[3]), nullptr);
+      res = do_make(t, nr, as_fd(a[0]), p1, static_cast<mode_t>(a[2]), static_cast<dev_t>(a[3]), nullptr);
       break;
-    case SYS_symlink: res = do_make(list, t, nr, AT_FDCWD, p2, 0, 0, p1); break;
-    case SYS_symlinkat: res = do_make(list, t, nr, as_fd(a[1]), p2, 0, 0, p1); break;
-    case SYS_link: res = do_link(list, t, AT_FDCWD, p1, AT_FDCWD, p2, 0); break;
-    case SYS_linkat: res = do_link(list, t, as_fd(a[0]), p1, as_fd(a[2]), p2, static_cast<int>(a[4])); break;
-    case SYS_rename: res = do_rename(list, t, AT_FDCWD, p1, AT_FDCWD, p2, 0); break;
-    case SYS_renameat: res = do_rename(list, t, as_fd(a[0]), p1, as_fd(a[2]), p2, 0); break;
+    case SYS_symlink: res = do_make(t, nr, AT_FDCWD, p2, 0, 0, p1); break;
+    case SYS_symlinkat: res = do_make(t, nr, as_fd(a[1]), p2, 0, 0, p1); break;
+    case SYS_link: res = do_link(t, AT_FDCWD, p1, AT_FDCWD, p2, 0); break;
+    case SYS_linkat: res = do_link(t, as_fd(a[0]), p1, as_fd(a[2]), p2, static_cast<int>(a[4])); break;
+    case SYS_rename: res = do_rename(t, AT_FDCWD, p1, AT_FDCWD, p2, 0); break;
+    case SYS_renameat: res = do_rename(t, as_fd(a[0]), p1, as_fd(a[2]), p2, 0); break;
     case SYS_renameat2:
-      res = do_rename(list, t, as_fd(a[0]), p1, as_fd(a[2]), p2, static_cast<unsigned>(a[4]));
+      res = do_rename(t, as_fd(a[0]), p1, as_fd(a[2]), p2, static_cast<unsigned>(a[4]));
       break;
-    case SYS_bind: res = do_bind(list, t, as_fd(a[0]), a[1], a[2]); break;
+    case SYS_bind: res = do_bind(t, as_fd(a[0]), a[1], a[2]); break;
     default: res = -ENOSYS;
   }
   reply(listener, req.id, -res);
@@ -845,12 +854,14 @@ void handle(int listener, GuardState& state, const seccomp_notif& req) {
 
 }  // namespace
 
-int guard_check(const GuardList& list, const char* full, bool is_mkdir) {
+int guard_check(const GuardList& list, const char* full, bool is_mkdir, std::size_t* which) {
   std::size_t n = std::strlen(full);
   for (std::size_t i = 0; i < list.count; ++i) {
     const char* p = list.paths[i];
-    if (::strcasecmp(p, full) == 0) return EACCES;
-    if (!is_mkdir && ::strncasecmp(p, full, n) == 0 && p[n] == '/') return EACCES;
+    if (::strcasecmp(p, full) == 0 || (!is_mkdir && ::strncasecmp(p, full, n) == 0 && p[n] == '/')) {
+      if (which != nullptr) *which = i;
+      return EACCES;
+    }
   }
   return 0;
 }
@@ -869,14 +880,14 @@ bool serve_guard(int listener, GuardState& state) {
   return true;
 }
 
-bool prepare_guard(const GuardList& in, GuardState& out) {
+bool prepare_guard(const GuardList& in, int report_fd, GuardState& out) {
   // The paths, a second copy cut into names, and two hash sets with at least twice as
   // many slots as there can be names (one per byte at most).
   std::size_t text = 0;
   for (std::size_t i = 0; i < in.count; ++i) text += std::strlen(in.paths[i]) + 1;
   std::size_t slots = 16;
   while (slots < 2 * text) slots *= 2;
-  std::size_t bytes = (in.count + 2 * slots) * sizeof(char*) + 2 * text;
+  std::size_t bytes = (in.count + 2 * slots) * sizeof(char*) + 2 * text + in.count;
   void* m = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (m == MAP_FAILED) return false;  // mmap'd memory is zeroed: every slot empty
   auto** paths = static_cast<const char**>(m);
@@ -908,7 +919,8 @@ bool prepare_guard(const GuardList& in, GuardState& out) {
   }
   mode_t um = ::umask(022);
   ::umask(um);
-  out = GuardState{{paths, in.count}, names, slots - 1, leaves, slots - 1, um, false, false, 0, {}, 0};
+  auto* reported = reinterpret_cast<unsigned char*>(pool);
+  out = GuardState{{paths, in.count}, names, slots - 1, leaves, slots - 1, um, false, false, 0, {}, 0, reported, report_fd};
   for (auto& e : out.seen) e = {0, -1, 0, 0, 0};
   return true;
 }

@@ -62,11 +62,14 @@ struct GuardState {
     unsigned umask_calls;
   } seen[32];
   unsigned next_seen;
+  unsigned char* reported;  // per path: a refusal was reported on report_fd
+  int report_fd;
 };
 
 // Copies `in` into a private mapping of init's (the caller's memory may go), with the
-// names. false when the mapping fails.
-bool prepare_guard(const GuardList& in, GuardState& out);
+// names. Refusals are reported on `report_fd` (k_msg_guard_refused, index = the path's),
+// once per path. false when the mapping fails.
+bool prepare_guard(const GuardList& in, int report_fd, GuardState& out);
 
 // Loads `filter` with a new listener, killable-only waits once a call is taken, on the
 // calling thread (the command's, before execve). The listener fd, or -1 with errno.
@@ -81,7 +84,7 @@ bool serve_guard(int listener, GuardState& state);
 
 // The decision alone, for tests: 0 to allow making `full` (a canonical path), EACCES to
 // refuse. `is_mkdir`: the new entry is an empty directory made by mkdir, which may stand
-// where a guarded path's ancestor belongs.
-int guard_check(const GuardList& list, const char* full, bool is_mkdir);
+// where a guarded path's ancestor belongs. `which`: the index of the path refused for.
+int guard_check(const GuardList& list, const char* full, bool is_mkdir, std::size_t* which = nullptr);
 
 }  // namespace zb::exec

@@ -126,7 +126,7 @@ void run_init(const InitArgs& a) {
   GuardState guard{};
   int guard_pair[2] = {-1, -1};
   if (a.n_guard_filter != 0 && a.guard.count != 0) {
-    if (!prepare_guard(a.guard, guard) || ::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, guard_pair) != 0) {
+    if (!prepare_guard(a.guard, a.report_fd, guard) || ::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, guard_pair) != 0) {
       g_guard_err = errno;
     }
   }

@@ -32,6 +32,7 @@ enum ChildMsgType : int32_t {
   k_msg_skipped = 6,       // index, err: an optional mount op failed
   k_msg_landlock = 7,      // value: ABI applied
   k_msg_guard = 8,         // value: 1 if the create guard runs; err: why not
+  k_msg_guard_refused = 9, // index: the guarded path a call was refused for (once per path)
 };
 
 enum ChildStep : int32_t {

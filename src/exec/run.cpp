@@ -497,6 +497,10 @@ int run_prestarted(Policy p, const std::vector<std::string>& environ, RunOptions
   if (!guard_ran) {
     for (auto& line : zb::exec::move_created_aside(fs.absent_protected)) blocked_lines.push_back(std::move(line));
   }
+  for (const auto& path : res.guard_refused) {
+    log::warning("refused to let the command create protected path " + log::quote(path) +
+                 " (name it in --allow-write to allow it)");
+  }
   for (const auto& line : blocked_lines) {
     // A failure to move one aside is an error, shown even with --quiet.
     if (line.rfind("error: ", 0) == 0) {

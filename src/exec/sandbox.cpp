@@ -481,6 +481,14 @@ SandboxResult run_sandbox(const SandboxSpec& spec, const std::function<void(long
                                     : std::string("create guard: unavailable (") + std::strerror(m.err) +
                                           "); absent protected paths are moved aside instead");
         break;
+      case k_msg_guard_refused:
+        if (guarded && m.index >= 0 && static_cast<std::size_t>(m.index) < spec.guarded.size()) {
+          const std::string& path = spec.guarded[static_cast<std::size_t>(m.index)];
+          if (std::find(res.guard_refused.begin(), res.guard_refused.end(), path) == res.guard_refused.end()) {
+            res.guard_refused.push_back(path);
+          }
+        }
+        break;
       case k_msg_started:
         if (started) break;
         started = true;

@@ -57,6 +57,7 @@ struct SandboxResult {
   int err = 0;      // ExecFailed: errno of execve
   std::string message;  // SetupFailed: one line
   std::vector<std::string> notes;  // for --debug
+  std::vector<std::string> guard_refused;  // guarded paths the create guard refused to make
 };
 
 // Occupies each of fds 0, 1 and 2 that is closed with /dev/null, close-on-exec: the pipes

@@ -494,7 +494,10 @@ FsRules compute_fs(const Policy& p, const Caller& c) {
       const auto& present = names_in(root);
       for (const auto& name : protected_write_names()) {
         std::string literal = path::join(root, name);
-        if (named(literal, p.allow_write)) continue;
+        // Named in --allow-write, itself or its top directory (--allow-write=DIR/.git lets
+        // git init or clone make .git/hooks and .git/config).
+        std::string top = path::join(root, name.substr(0, name.find('/')));
+        if (named(literal, p.allow_write) || named(top, p.allow_write)) continue;
         if (present && present->count(name.substr(0, name.find('/'))) == 0) {
           // Absent, and so is the first directory of a name like .git/hooks.
           if (writable_at(literal)) fs.absent_protected.push_back(literal);

@@ -60,6 +60,20 @@ for f in .envrc .bashrc .config .git/hooks; do expect_absent "$G/$f" "guard_atta
 expect_present "$G/renamed/b/c/d/f7" "guard_attacks.py: its ordinary files reached the host"
 expect_not_contains "$ERR" "moved it to" "guard_attacks.py: nothing needed moving aside"
 rm -rf "$G"
+# git init in a writable directory that is no repository: .git/hooks is refused, and the
+# user is told how to allow it; --allow-write=DIR/.git allows it.
+N=$HOSTDIR/newrepo
+mkdir -p "$N"
+zb --allow-write="$N" -C "$N" -- git init -q .
+expect_rc_not 0 "git init: .git/hooks refused"
+expect_contains "$ERR" "refused to let the command create protected path $N/.git/hooks" "git init: the user is told which path"
+expect_absent "$N/.git/hooks" "git init: no hooks directory on the host"
+rm -rf "$N/.git"
+zb --allow-write="$N" --allow-write="$N/.git" -C "$N" -- git init -q .
+expect_rc 0 "git init with --allow-write=DIR/.git"
+expect_present "$N/.git/config" "git init with --allow-write=DIR/.git: the repository is made"
+expect_not_contains "$ERR" "refused" "git init with --allow-write=DIR/.git: nothing refused"
+rm -rf "$N"
 # /dev/stdout as a pipe, opened anew with O_CREAT (a shell's redirection): the pipe's, not init's.
 run sh -c "'$ZEROBOX' '$AW' -C '$R' -- sh -c 'echo piped > /dev/stdout; echo err > /dev/stderr' 2>&1 | cat"
 expect_out "piped
