@@ -445,14 +445,18 @@ int finish_open(int fd, int flags) {
 
 // Opening a FIFO blocks until the other end opens, and a file with a lease until the
 // lease is broken: a child of init does it and answers.
-void open_in_child(int listener, std::uint64_t id, int parent, const char* name, int flags, mode_t mode) {
+//
+// The child reopens the very file init checked, through an O_PATH fd of it (`file`), and
+// creates nothing: init goes on serving calls meanwhile, and a rename could put another
+// file (a symlink to a protected name) under the name by the time the child runs.
+void open_in_child(int listener, std::uint64_t id, int file, int flags) {
   long pid = ::syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0);
   if (pid < 0) {
     reply(listener, id, errno);
     return;
   }
   if (pid == 0) {
-    int fd = ::openat(parent, name, flags | O_CLOEXEC | O_NOCTTY, mode);
+    int fd = ::open(SelfFd(file).s, (flags & ~(O_CREAT | O_EXCL)) | O_CLOEXEC | O_NOCTTY);
     if (fd < 0) {
       reply(listener, id, errno);
     } else {
@@ -512,12 +516,12 @@ int do_open(Target& t, int listener, std::uint64_t id, int dirfd, char* path, in
       if (::fstat(fd, &st) != 0) return -errno;
       if (loc.whole_slash && !S_ISDIR(st.st_mode)) return -ENOTDIR;
       if (S_ISFIFO(st.st_mode) && (flags & O_NONBLOCK) == 0) {  // a pipe: may wait for a reader
-        open_in_child(listener, id, AT_FDCWD, SelfFd(fd).s, flags, mode);
+        open_in_child(listener, id, fd, flags);
         return k_replied;
       }
       int got = ::open(SelfFd(fd).s, flags | k_ours | O_NONBLOCK, mode);
       if (got < 0 && errno == EWOULDBLOCK && (flags & O_NONBLOCK) == 0) {  // a lease: may wait
-        open_in_child(listener, id, AT_FDCWD, SelfFd(fd).s, flags, mode);
+        open_in_child(listener, id, fd, flags);
         return k_replied;
       }
       return finish_open(got, flags);
@@ -538,8 +542,12 @@ int do_open(Target& t, int listener, std::uint64_t id, int dirfd, char* path, in
       link_dir = std::move(loc.parent);
       continue;
     }
+    if (exists && (flags & O_EXCL) != 0) return -EEXIST;
     if (exists && S_ISFIFO(st.st_mode) && (flags & O_NONBLOCK) == 0) {
-      open_in_child(listener, id, loc.parent.get(), loc.bare, flags, mode);
+      UniqueFd file(::openat(loc.parent.get(), loc.bare, O_PATH | O_NOFOLLOW | O_CLOEXEC));
+      struct stat now {};
+      if (!file || ::fstat(file.get(), &now) != 0 || now.st_ino != st.st_ino || now.st_dev != st.st_dev) continue;
+      open_in_child(listener, id, file.get(), flags);
       return k_replied;
     }
     // Only a process on the host can turn the name into a symlink meanwhile: every call
@@ -548,8 +556,11 @@ int do_open(Target& t, int listener, std::uint64_t id, int dirfd, char* path, in
     set_umask(t.umask());
     int fd = ::openat(loc.parent.get(), loc.bare, flags | (exists ? 0 : O_EXCL) | O_NONBLOCK | k_ours, mode);
     if (fd < 0 && errno == EEXIST && !exists && (flags & O_EXCL) == 0) continue;  // made meanwhile
-    if (fd < 0 && errno == EWOULDBLOCK && (flags & O_NONBLOCK) == 0) {            // a lease: may wait
-      open_in_child(listener, id, loc.parent.get(), loc.bare, flags, mode);
+    if (fd < 0 && errno == EWOULDBLOCK && (flags & O_NONBLOCK) == 0) {  // a lease: may wait
+      UniqueFd file(::openat(loc.parent.get(), loc.bare, O_PATH | O_NOFOLLOW | O_CLOEXEC));
+      struct stat now {};
+      if (!file || ::fstat(file.get(), &now) != 0 || now.st_ino != st.st_ino || now.st_dev != st.st_dev) continue;
+      open_in_child(listener, id, file.get(), flags);
       return k_replied;
     }
     if (fd >= 0 && !exists) made.set(loc.parent.get(), loc.bare);
@@ -617,7 +628,8 @@ int do_rename(Target& t, int olddirfd, const char* oldpath, int newdirfd,
   if (int r = resolve(t, newdirfd, -1, newpath, to); r < 0) return r;
   if (from.whole_fd >= 0 || to.whole_fd >= 0) return -EXDEV;
   if (!to.dot() && refused(t, to, false)) return -EACCES;
-  if ((flags & RENAME_EXCHANGE) != 0 && !from.dot() && refused(t, from, false)) return -EACCES;
+  // EXCHANGE puts `to`'s entry at `from`, WHITEOUT a device node: both make `from` anew.
+  if ((flags & (RENAME_EXCHANGE | RENAME_WHITEOUT)) != 0 && !from.dot() && refused(t, from, false)) return -EACCES;
   if (::syscall(SYS_renameat2, from.parent.get(), from.name, to.parent.get(), to.name, flags) != 0) return -errno;
   return 0;
 }
@@ -642,23 +654,41 @@ int do_bind(Target& t, int sockfd, std::uint64_t addr, std::uint64_t len) {
   if (sa.ss_family != AF_UNIX || len <= k_path_at || un->sun_path[0] == '\0') {
     return ::bind(fd, reinterpret_cast<sockaddr*>(&sa), socklen) == 0 ? 0 : -errno;
   }
+  if (len > sizeof(sockaddr_un)) return -EINVAL;
   char path[sizeof un->sun_path + 1] = {};
-  std::memcpy(path, un->sun_path, len - k_path_at);
+  std::memcpy(path, un->sun_path, len - k_path_at);  // at most sizeof sun_path: len checked
   Loc loc;
   if (int r = resolve(t, AT_FDCWD, -1, path, loc); r < 0) return r;
   if (loc.whole_fd >= 0) return -EADDRINUSE;
   if (!loc.dot() && refused(t, loc, false)) return -EACCES;
-  // bind() has no *at form: from the parent directory, by its last name.
-  sockaddr_un at{};
-  at.sun_family = AF_UNIX;
-  std::size_t n = std::strlen(loc.name);
-  if (n >= sizeof at.sun_path) return -ENAMETOOLONG;
-  std::memcpy(at.sun_path, loc.name, n);
-  if (::fchdir(loc.parent.get()) != 0) return -errno;
+  // bind() has no *at form. The command's own string, from its working directory, so that
+  // the socket's address (getsockname, /proc/net/unix) is what it asked for: every call
+  // that could move a directory or make a symlink on the way waits for this one, and
+  // resolve() went the same way without a magic link. Paths through the command's own
+  // /proc/self or /dev/fd are bound from the parent directory, by their last name.
+  bool own_string = std::strncmp(path, "/proc/", 6) != 0 && std::strncmp(path, "/dev/", 5) != 0;
+  UniqueFd cwd;
+  if (own_string && path[0] != '/') {
+    int c = open_dirfd(t, AT_FDCWD);
+    if (c < 0) return c;
+    cwd.reset(c);
+  }
+  sockaddr_un by_name{};
+  const sockaddr* addr_used = reinterpret_cast<sockaddr*>(&sa);
+  if (!own_string) {
+    by_name.sun_family = AF_UNIX;
+    std::size_t n = std::strlen(loc.name);
+    if (n >= sizeof by_name.sun_path) return -ENAMETOOLONG;
+    std::memcpy(by_name.sun_path, loc.name, n);
+    addr_used = reinterpret_cast<sockaddr*>(&by_name);
+    socklen = static_cast<socklen_t>(k_path_at + n + 1);
+  }
+  int dir = own_string ? (cwd ? cwd.get() : -1) : loc.parent.get();
+  if (dir >= 0 && ::fchdir(dir) != 0) return -errno;
   set_umask(t.umask());
-  int rc = ::bind(fd, reinterpret_cast<sockaddr*>(&at), static_cast<socklen_t>(k_path_at + n + 1));
+  int rc = ::bind(fd, addr_used, socklen);
   int err = errno;
-  (void)!::chdir("/");
+  if (dir >= 0) (void)!::chdir("/");
   return rc == 0 ? 0 : -err;
 }
 

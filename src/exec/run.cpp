@@ -498,8 +498,14 @@ int run_prestarted(Policy p, const std::vector<std::string>& environ, RunOptions
     for (auto& line : zb::exec::move_created_aside(fs.absent_protected)) blocked_lines.push_back(std::move(line));
   }
   for (const auto& path : res.guard_refused) {
-    log::warning("refused to let the command create protected path " + log::quote(path) +
-                 " (name it in --allow-write to allow it)");
+    // For .git/hooks and the like, naming the directory lifts every name below it
+    // (what git init needs); name that one.
+    std::string name_this = path;
+    std::string dir = zb::path::parent(path);
+    std::string base = dir.substr(dir.find_last_of('/') + 1);
+    if (base == ".git" || base == ".config") name_this = dir;
+    log::warning("refused to let the command create protected path " + log::quote(path) + " (--allow-write=" +
+                 log::quote(name_this) + " allows it)");
   }
   for (const auto& line : blocked_lines) {
     // A failure to move one aside is an error, shown even with --quiet.

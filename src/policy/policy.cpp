@@ -459,14 +459,15 @@ FsRules compute_fs(const Policy& p, const Caller& c) {
   if (p.protect) {
     // The names in each root, read once: most protected names are absent, and one
     // listing says so for all of them where ~40 lstat() calls would (nullopt: unreadable).
-    std::map<std::string, std::optional<std::set<std::string>>> listings;
-    auto names_in = [&](const std::string& dir) -> const std::optional<std::set<std::string>>& {
+    using Listing = std::map<std::string, unsigned char>;  // name -> d_type
+    std::map<std::string, std::optional<Listing>> listings;
+    auto names_in = [&](const std::string& dir) -> const std::optional<Listing>& {
       auto it = listings.find(dir);
       if (it != listings.end()) return it->second;
       auto& out = listings[dir];
       if (DIR* d = ::opendir(dir.c_str())) {
         out.emplace();
-        while (dirent* e = ::readdir(d)) out->insert(e->d_name);
+        while (dirent* e = ::readdir(d)) out->emplace(e->d_name, e->d_type);
         ::closedir(d);
       }
       return out;
@@ -479,16 +480,38 @@ FsRules compute_fs(const Policy& p, const Caller& c) {
       // same protection. One directory read per writable root; deeper trees are not
       // searched (docs/security.md).
       if (const auto& names = names_in(w)) {
-        for (const auto& name : *names) {
+        for (const auto& [name, type] : *names) {
           if (name == "." || name == "..") continue;
           std::string child = path::join(w, name);
+          // Directories only: a symlink to a repository elsewhere is not a root here
+          // (roots are canonical), nor writable through this directory.
+          struct stat cst {};
+          if (type != DT_DIR && (type != DT_UNKNOWN || ::lstat(child.c_str(), &cst) != 0 || !S_ISDIR(cst.st_mode))) continue;
           if (lexists(path::join(child, ".git"))) roots.push_back(child);
         }
       }
     }
-    for (const std::string& extra : {c.home, p.cwd, git_toplevel(p.cwd)}) {
-      if (!extra.empty() && writable_at(extra)) roots.push_back(extra);
+    auto canonical_dir = [](const std::string& d) {
+      auto canon = d.empty() ? Result<path::Canonical>(path::Canonical{}) : path::canonicalize(d);
+      return canon && canon->exists ? canon->path : std::string();
+    };
+    std::string home = canonical_dir(c.home);
+    if (!home.empty() && writable_at(home)) roots.push_back(home);
+    // Every writable directory from the working directory up: git and direnv look upward
+    // from where they start and take the nearest .git or .envrc. Below the git top-level,
+    // a new .git would be a repository of the command's making over the user's: .git
+    // itself is guarded there.
+    std::string cwd = canonical_dir(p.cwd);
+    std::string toplevel = git_toplevel(cwd);
+    for (std::string d = cwd; !d.empty() && writable_at(d); d = path::parent(d)) {
+      roots.push_back(d);
+      if (!toplevel.empty() && d != toplevel && path::is_under(d, toplevel) && !lexists(path::join(d, ".git")) &&
+          !named(path::join(d, ".git"), p.allow_write)) {
+        fs.absent_protected.push_back(path::join(d, ".git"));
+      }
+      if (d == "/") break;
     }
+    if (!toplevel.empty() && writable_at(toplevel)) roots.push_back(toplevel);
     sort_unique(roots);
     for (const auto& root : roots) {
       const auto& present = names_in(root);
@@ -522,6 +545,7 @@ FsRules compute_fs(const Policy& p, const Caller& c) {
           for (const auto& l : walk.links) {
             if (writable_at(l)) fs.protected_links.push_back(l);
           }
+          if (!walk.open_end.empty() && writable_at(walk.open_end)) fs.absent_protected.push_back(walk.open_end);
           if (walk.loop) continue;  // nothing to protect at the end; the links are pinned
           full = walk.target;
           exists = walk.exists;

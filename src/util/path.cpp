@@ -158,18 +158,21 @@ LinkWalk walk_links(const std::string& abs) {
   std::deque<std::string> todo;
   for (auto& c : split(abs)) todo.push_back(std::move(c));
   std::string cur = "/";
+  std::string first_missing;
   bool absent = false;
   while (!todo.empty()) {
     std::string c = std::move(todo.front());
     todo.pop_front();
     if (c == ".") continue;
     if (c == "..") {
+      if (absent && w.open_end.empty()) w.open_end = first_missing;
       cur = parent(cur);
       continue;
     }
     std::string next = join(cur, c);
     struct stat st {};
     if (absent || ::lstat(next.c_str(), &st) != 0) {
+      if (!absent) first_missing = next;
       absent = true;
       cur = std::move(next);
       continue;

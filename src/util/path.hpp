@@ -41,6 +41,9 @@ struct LinkWalk {
   std::string target;
   bool exists = false;
   bool loop = false;
+  // The first missing component, when a ".." follows it: where the path goes then
+  // depends on what that component becomes (a symlink would take ".." elsewhere).
+  std::string open_end;
 };
 LinkWalk walk_links(const std::string& abs);
 

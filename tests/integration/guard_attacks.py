@@ -174,6 +174,44 @@ with open("/dev/fd/7", "w") as f:
     f.write("via /dev/fd")
 check("/dev/fd/N of the command's own", open("log").read() == "via /dev/fd")
 
+# A FIFO opened with O_CREAT is finished by a child of init; a thread swapping the FIFO
+# with a symlink to the name meanwhile must not get the child to follow it.
+os.mkfifo("swapfifo")
+os.symlink(".envrc", "swaplink")
+stop = False
+
+
+def swapper():
+    while not stop:
+        libc.syscall(316, AT_FDCWD, b"swapfifo", AT_FDCWD, b"swaplink", RENAME_EXCHANGE)
+
+
+th = threading.Thread(target=swapper)
+th.start()
+for _ in range(1500):
+    try:
+        os.close(os.open("swapfifo", os.O_RDWR | os.O_CREAT, 0o644))
+    except OSError:
+        pass
+stop = True
+th.join()
+check("FIFO swapped for a symlink to the name: never created", absent(".envrc"))
+# bind() keeps the address the command asked for (multiprocessing needs it), and refuses an
+# address longer than a sockaddr_un.
+os.mkdir("socks")
+s1 = socket.socket(socket.AF_UNIX)
+s1.bind(R + "/socks/abs.sock")
+check("bind(): getsockname is the absolute path asked for", s1.getsockname() == R + "/socks/abs.sock", s1.getsockname())
+s2 = socket.socket(socket.AF_UNIX)
+os.chdir("socks")
+s2.bind("rel.sock")
+os.chdir(R)
+check("bind(): a relative path stays relative", s2.getsockname() == "rel.sock", s2.getsockname())
+long_addr = ctypes.create_string_buffer(b"\x01\x00" + b"A" * 126, 128)
+s3 = socket.socket(socket.AF_UNIX)
+check("bind(): 128-byte unix address is EINVAL", libc.bind(s3.fileno(), long_addr, 128) == -1
+      and ctypes.get_errno() == errno.EINVAL, f"errno {ctypes.get_errno()}")
+
 # Ordinary creation keeps its semantics.
 old = os.umask(0o027)
 fd = os.open("umask-file", W | os.O_CLOEXEC, 0o666)

@@ -66,7 +66,9 @@ N=$HOSTDIR/newrepo
 mkdir -p "$N"
 zb --allow-write="$N" -C "$N" -- git init -q .
 expect_rc_not 0 "git init: .git/hooks refused"
-expect_contains "$ERR" "refused to let the command create protected path $N/.git/hooks" "git init: the user is told which path"
+# (.git/hooks, or .git itself where the test's directory lies inside another repository)
+expect_contains "$ERR" "refused to let the command create protected path $N/.git" "git init: the user is told which path"
+expect_contains "$ERR" "--allow-write=$N/.git allows it" "git init: ... and how to allow it"
 expect_absent "$N/.git/hooks" "git init: no hooks directory on the host"
 rm -rf "$N/.git"
 zb --allow-write="$N" --allow-write="$N/.git" -C "$N" -- git init -q .
@@ -74,6 +76,19 @@ expect_rc 0 "git init with --allow-write=DIR/.git"
 expect_present "$N/.git/config" "git init with --allow-write=DIR/.git: the repository is made"
 expect_not_contains "$ERR" "refused" "git init with --allow-write=DIR/.git: nothing refused"
 rm -rf "$N"
+# Between the working directory and its git top-level, git and direnv take the nearest .git
+# and .envrc: a new one there would be the command's repository (its config, its
+# core.fsmonitor) over the user's.
+M=$HOSTDIR/outer
+mkdir -p "$M/src/x"
+git -C "$M" init -q
+zb --allow-write="$M" -C "$M/src/x" -- sh -c "cd .. && git init -q ."
+expect_rc_not 0 "a repository below the top-level, above the cwd: refused"
+expect_absent "$M/src/.git" "... not on the host"
+zb --allow-write="$M" -C "$M/src/x" -- sh -c "echo evil > ../.envrc"
+expect_rc_not 0 "an .envrc between the cwd and the top-level: refused"
+expect_absent "$M/src/.envrc" "... not on the host"
+rm -rf "$M"
 # /dev/stdout as a pipe, opened anew with O_CREAT (a shell's redirection): the pipe's, not init's.
 run sh -c "'$ZEROBOX' '$AW' -C '$R' -- sh -c 'echo piped > /dev/stdout; echo err > /dev/stderr' 2>&1 | cat"
 expect_out "piped
