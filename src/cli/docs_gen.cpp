@@ -255,7 +255,8 @@ std::string write_man(const Command& run, const std::vector<Command>& snapshot, 
   m += ".PP\n" + roff("Protected paths, on by default (--no-protect turns them off; naming one exactly in "
                       "--allow-read or --allow-write lifts that one): git hooks and config, shell start-up "
                       "files, .envrc, editor and agent configurations that run code, .npmrc and .gitconfig are "
-                      "never writable, even inside a writable path; ~/.ssh, ~/.gnupg, ~/.aws, ~/.kube, "
+                      "never writable, even inside a writable path, and cannot be created where they do not "
+                      "exist (naming the directory one starts with, such as DIR/.git, lifts those below it); ~/.ssh, ~/.gnupg, ~/.aws, ~/.kube, "
                       "~/.netrc, ~/.git-credentials, /etc/shadow, /etc/ssh/*key* and other credentials are "
                       "never readable; the host's unix sockets (docker, D-Bus, ssh-agent, X11) are never "
                       "reachable.") +
