@@ -657,8 +657,16 @@ int do_bind(Target& t, int sockfd, std::uint64_t addr, std::uint64_t len) {
   if (len > sizeof(sockaddr_un)) return -EINVAL;
   char path[sizeof un->sun_path + 1] = {};
   std::memcpy(path, un->sun_path, len - k_path_at);  // at most sizeof sun_path: len checked
+  // The working directory is taken once, for the check and for the bind: another thread
+  // sharing it may chdir() meanwhile (chdir is not trapped).
+  UniqueFd cwd;
+  if (path[0] != '/') {
+    int c = open_dirfd(t, AT_FDCWD);
+    if (c < 0) return c;
+    cwd.reset(c);
+  }
   Loc loc;
-  if (int r = resolve(t, AT_FDCWD, -1, path, loc); r < 0) return r;
+  if (int r = resolve(t, AT_FDCWD, cwd.get(), path, loc); r < 0) return r;
   if (loc.whole_fd >= 0) return -EADDRINUSE;
   if (!loc.dot() && refused(t, loc, false)) return -EACCES;
   // bind() has no *at form. The command's own string, from its working directory, so that
@@ -667,12 +675,6 @@ int do_bind(Target& t, int sockfd, std::uint64_t addr, std::uint64_t len) {
   // resolve() went the same way without a magic link. Paths through the command's own
   // /proc/self or /dev/fd are bound from the parent directory, by their last name.
   bool own_string = std::strncmp(path, "/proc/", 6) != 0 && std::strncmp(path, "/dev/", 5) != 0;
-  UniqueFd cwd;
-  if (own_string && path[0] != '/') {
-    int c = open_dirfd(t, AT_FDCWD);
-    if (c < 0) return c;
-    cwd.reset(c);
-  }
   sockaddr_un by_name{};
   const sockaddr* addr_used = reinterpret_cast<sockaddr*>(&sa);
   if (!own_string) {

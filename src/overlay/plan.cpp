@@ -441,6 +441,18 @@ Plan build_plan(const policy::FsRules& fs, const MountTable& mounts, const std::
       anchors.insert(a);
     }
   }
+  for (const auto& d : fs.pinned_dirs) {
+    std::string root;
+    if (fs.write_all) {
+      root = "/";
+    } else {
+      for (const auto& w : fs.writable) {
+        if (path::is_under(d, w) && w.size() > root.size()) root = w;
+      }
+      if (root.empty() || d == root) continue;
+    }
+    for (std::string a = d; a != root && path::is_under(a, root) && a != "/"; a = path::parent(a)) anchors.insert(a);
+  }
   for (const auto& a : anchors) {
     b.op({.kind = OpKind::Bind, .src = in_new(a), .dst = in_new(a), .recursive = true});
   }

@@ -513,6 +513,13 @@ FsRules compute_fs(const Policy& p, const Caller& c) {
     }
     if (!toplevel.empty() && writable_at(toplevel)) roots.push_back(toplevel);
     sort_unique(roots);
+    // A root renamed away takes the user's shell (whose cwd it is) along to where the
+    // guarded names are free: roots inside writable paths keep their place.
+    for (const auto& root : roots) {
+      bool inside = std::any_of(fs.writable.begin(), fs.writable.end(),
+                                [&](const std::string& w) { return root != w && path::is_under(root, w); });
+      if (inside || (fs.write_all && root != "/")) fs.pinned_dirs.push_back(root);
+    }
     for (const auto& root : roots) {
       const auto& present = names_in(root);
       for (const auto& name : protected_write_names()) {
@@ -546,6 +553,9 @@ FsRules compute_fs(const Policy& p, const Caller& c) {
             if (writable_at(l)) fs.protected_links.push_back(l);
           }
           if (!walk.open_end.empty() && writable_at(walk.open_end)) fs.absent_protected.push_back(walk.open_end);
+          for (const auto& d : walk.left) {
+            if (writable_at(d)) fs.pinned_dirs.push_back(d);
+          }
           if (walk.loop) continue;  // nothing to protect at the end; the links are pinned
           full = walk.target;
           exists = walk.exists;
@@ -570,6 +580,7 @@ FsRules compute_fs(const Policy& p, const Caller& c) {
   fs.read_only = ro;
   sort_unique(fs.absent_protected);
   sort_unique(fs.protected_links);
+  sort_unique(fs.pinned_dirs);
   sort_unique(fs.placeholders);
 
   // Writable paths are plain binds, where connect() to a host socket works. Cover the

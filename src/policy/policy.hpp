@@ -59,6 +59,11 @@ struct FsRules {
   // Protected names that are symlinks in a writable directory (~/.bashrc -> dotfiles/bashrc):
   // their targets are read-only; the create guard keeps the links from being replaced.
   std::vector<std::string> protected_links;
+  // Directories that must keep their place (mounted onto themselves): the protected roots
+  // inside writable paths (the cwd and the directories up to its git top-level, where a
+  // .git or .envrc would be taken), and directories a protected link's target steps out
+  // of with "..".
+  std::vector<std::string> pinned_dirs;
   // Denied paths that do not exist but whose parent is writable: an empty file is
   // created there for the run (exec/placeholders.cpp) so that it can be masked. They
   // are already listed in masked/read_only.

@@ -166,6 +166,7 @@ LinkWalk walk_links(const std::string& abs) {
     if (c == ".") continue;
     if (c == "..") {
       if (absent && w.open_end.empty()) w.open_end = first_missing;
+      if (!absent && cur != "/") w.left.push_back(cur);
       cur = parent(cur);
       continue;
     }

@@ -44,6 +44,9 @@ struct LinkWalk {
   // The first missing component, when a ".." follows it: where the path goes then
   // depends on what that component becomes (a symlink would take ".." elsewhere).
   std::string open_end;
+  // Directories the walk stepped out of with "..": renamed or replaced by a symlink, they
+  // would take the path elsewhere.
+  std::vector<std::string> left;
 };
 LinkWalk walk_links(const std::string& abs);
 

@@ -212,6 +212,40 @@ s3 = socket.socket(socket.AF_UNIX)
 check("bind(): 128-byte unix address is EINVAL", libc.bind(s3.fileno(), long_addr, 128) == -1
       and ctypes.get_errno() == errno.EINVAL, f"errno {ctypes.get_errno()}")
 
+# bind() of a relative path while another thread flips the working directory between a
+# directory where .envrc is free and the one where it is guarded.
+os.mkdir("flip")
+stop = False
+
+
+def flipper():
+    a, b = os.open(R, os.O_RDONLY), os.open(R + "/flip", os.O_RDONLY)
+    while not stop:
+        os.fchdir(a)
+        os.fchdir(b)
+
+
+os.chdir(R + "/flip")
+th = threading.Thread(target=flipper)
+th.start()
+for _ in range(2000):
+    sk = socket.socket(socket.AF_UNIX)
+    try:
+        sk.bind(".envrc")
+    except OSError:
+        pass
+    sk.close()
+    if os.path.lexists(R + "/.envrc"):
+        break
+    try:
+        os.unlink(R + "/flip/.envrc")
+    except OSError:
+        pass
+stop = True
+th.join()
+os.chdir(R)
+check("bind() racing a chdir(): the name never created", absent(".envrc"))
+
 # Ordinary creation keeps its semantics.
 old = os.umask(0o027)
 fd = os.open("umask-file", W | os.O_CLOEXEC, 0o666)

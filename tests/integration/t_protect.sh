@@ -88,7 +88,23 @@ expect_absent "$M/src/.git" "... not on the host"
 zb --allow-write="$M" -C "$M/src/x" -- sh -c "echo evil > ../.envrc"
 expect_rc_not 0 "an .envrc between the cwd and the top-level: refused"
 expect_absent "$M/src/.envrc" "... not on the host"
+# Those directories keep their place: renamed away, they would take the user's shell (whose
+# cwd they are) to where .git and .envrc are free.
+zb --allow-write="$M" -C "$M/src/x" -- sh -c "mv '$M/src' '$M/src2'"
+expect_rc_not 0 "the cwd's parent below the top-level cannot be renamed"
+zb --allow-write="$M" -C "$M/src/x" -- sh -c "mv '$M/src/x' '$M/src/y'"
+expect_rc_not 0 "the cwd cannot be renamed"
+expect_present "$M/src/x" "... both still in place"
 rm -rf "$M"
+# A dotfile link stepping out of a directory with "..": that directory keeps its place.
+K=$HOSTDIR/dotdot
+mkdir -p "$K/sub/deep" "$K/sub/dots"
+echo good >"$K/sub/dots/bashrc"
+ln -s sub/deep/../dots/bashrc "$K/.bashrc"
+zb --allow-write="$K" -C "$K" -- sh -c "mv sub/deep sub/deep2 && mkdir -p evil dots && ln -s ../evil sub/deep && echo evil > dots/bashrc"
+expect_rc_not 0 "a directory a dotfile link steps out of cannot be replaced"
+expect_file_eq "$K/.bashrc" good "... and the dotfile still reads the same"
+rm -rf "$K"
 # /dev/stdout as a pipe, opened anew with O_CREAT (a shell's redirection): the pipe's, not init's.
 run sh -c "'$ZEROBOX' '$AW' -C '$R' -- sh -c 'echo piped > /dev/stdout; echo err > /dev/stderr' 2>&1 | cat"
 expect_out "piped
