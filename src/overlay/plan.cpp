@@ -427,32 +427,17 @@ Plan build_plan(const policy::FsRules& fs, const MountTable& mounts, const std::
   std::vector<std::string> fixed = fs.read_only;
   fixed.insert(fixed.end(), fs.masked.begin(), fs.masked.end());
   fixed.insert(fixed.end(), fs.protected_links.begin(), fs.protected_links.end());
-  for (const auto& r : fixed) {
-    std::string root;
-    if (fs.write_all) {
-      root = "/";
-    } else {
-      for (const auto& w : fs.writable) {
-        if (path::is_under(r, w) && w.size() > root.size()) root = w;
-      }
-      if (root.empty()) continue;
+  // Each directory from `from` up to, not including, the writable root that holds `inside`.
+  auto anchor_up = [&](const std::string& inside, const std::string& from) {
+    std::string root = fs.write_all ? "/" : "";
+    for (const auto& w : fs.writable) {
+      if (!fs.write_all && path::is_under(inside, w) && w.size() > root.size()) root = w;
     }
-    for (std::string a = path::parent(r); a != root && path::is_under(a, root) && a != "/"; a = path::parent(a)) {
-      anchors.insert(a);
-    }
-  }
-  for (const auto& d : fs.pinned_dirs) {
-    std::string root;
-    if (fs.write_all) {
-      root = "/";
-    } else {
-      for (const auto& w : fs.writable) {
-        if (path::is_under(d, w) && w.size() > root.size()) root = w;
-      }
-      if (root.empty() || d == root) continue;
-    }
-    for (std::string a = d; a != root && path::is_under(a, root) && a != "/"; a = path::parent(a)) anchors.insert(a);
-  }
+    if (root.empty()) return;
+    for (std::string a = from; a != root && path::is_under(a, root) && a != "/"; a = path::parent(a)) anchors.insert(a);
+  };
+  for (const auto& r : fixed) anchor_up(r, path::parent(r));
+  for (const auto& d : fs.pinned_dirs) anchor_up(d, d);
   for (const auto& a : anchors) {
     b.op({.kind = OpKind::Bind, .src = in_new(a), .dst = in_new(a), .recursive = true});
   }

@@ -155,14 +155,14 @@ LinkWalk walk_links(const std::string& abs) {
     }
     return out;
   };
-  std::deque<std::string> todo;
-  for (auto& c : split(abs)) todo.push_back(std::move(c));
+  std::deque<std::string> pending;  // components still to walk
+  for (auto& c : split(abs)) pending.push_back(std::move(c));
   std::string cur = "/";
   std::string first_missing;
   bool absent = false;
-  while (!todo.empty()) {
-    std::string c = std::move(todo.front());
-    todo.pop_front();
+  while (!pending.empty()) {
+    std::string c = std::move(pending.front());
+    pending.pop_front();
     if (c == ".") continue;
     if (c == "..") {
       if (absent && w.open_end.empty()) w.open_end = first_missing;
@@ -196,7 +196,7 @@ LinkWalk walk_links(const std::string& abs) {
     }
     std::string t(buf, static_cast<std::size_t>(n));
     auto comps = split(t);
-    todo.insert(todo.begin(), comps.begin(), comps.end());
+    pending.insert(pending.begin(), comps.begin(), comps.end());
     if (t[0] == '/') cur = "/";
   }
   w.target = cur;
