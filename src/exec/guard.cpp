@@ -730,11 +730,26 @@ bool fast_path(int listener, Target& t, const seccomp_notif& req, const char* pa
 
   UniqueFd base;
   int at = AT_FDCWD;
+  Buf via;  // a bare name relative to the caller's cwd or dirfd: through that magic link
   if (path[0] != '/') {
-    int fd = open_dirfd(t, (nr == SYS_openat || nr == SYS_mkdirat) ? as_fd(a[0]) : AT_FDCWD);
-    if (fd < 0) return false;
-    base.reset(fd);
-    at = fd;
+    int dirfd = (nr == SYS_openat || nr == SYS_mkdirat) ? as_fd(a[0]) : AT_FDCWD;
+    if (slash == nullptr && (dirfd == AT_FDCWD || dirfd >= 0)) {
+      // Only the link is followed: the name itself is made new (O_EXCL, mkdir).
+      via.add("/proc/").num(static_cast<unsigned long>(t.tid));
+      if (dirfd == AT_FDCWD) {
+        via.add("/cwd/");
+      } else {
+        via.add("/fd/").num(static_cast<unsigned long>(dirfd)).add("/");
+      }
+      via.add(name, len);
+      if (!via.ok) return false;
+      path = via.s;
+    } else {
+      int fd = open_dirfd(t, dirfd);
+      if (fd < 0) return false;
+      base.reset(fd);
+      at = fd;
+    }
   }
   if (is_open) {
     int flags = nr == SYS_open ? static_cast<int>(a[1]) : nr == SYS_openat ? static_cast<int>(a[2]) : (O_CREAT | O_WRONLY | O_TRUNC);
@@ -744,7 +759,7 @@ bool fast_path(int listener, Target& t, const seccomp_notif& req, const char* pa
     // would show O_NOFOLLOW).
     how.flags = static_cast<std::uint64_t>(static_cast<unsigned>(flags | O_EXCL | O_CLOEXEC | O_NOCTTY));
     how.mode = mode & 07777;
-    how.resolve = RESOLVE_NO_MAGICLINKS;
+    how.resolve = via.n == 0 ? RESOLVE_NO_MAGICLINKS : 0;
     set_umask(t.umask());
     int fd = static_cast<int>(::syscall(SYS_openat2, at, path, &how, sizeof how));
     if (fd < 0) {
@@ -765,6 +780,12 @@ bool fast_path(int listener, Target& t, const seccomp_notif& req, const char* pa
       }
     }
     ::close(fd);
+    return true;
+  }
+  if (via.n != 0) {
+    set_umask(t.umask());
+    if (::mkdirat(AT_FDCWD, path, static_cast<mode_t>(nr == SYS_mkdir ? a[1] : a[2])) != 0) return false;
+    reply(listener, req.id, 0);
     return true;
   }
   Buf dir;

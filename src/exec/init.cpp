@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -177,43 +178,55 @@ void run_init(const InitArgs& a) {
   int status = 0;
   bool done = false;
   if (listener >= 0 && !exec_failed) {
-    // Serve the guard until the command exits. SIGCHLD is blocked except inside ppoll(),
-    // so an exit between the reaping and the wait still ends the wait.
+    // Serve the guard until the command exits. SIGCHLD stays blocked and is read from a
+    // signalfd polled beside the listener, so a call costs no waitpid(). Without the
+    // signalfd, ppoll() unblocks SIGCHLD while it waits, and every wake-up reaps.
+    int exits = ::signalfd(-1, &chld, SFD_NONBLOCK | SFD_CLOEXEC);
     sigset_t waiting;
     ::sigprocmask(SIG_SETMASK, nullptr, &waiting);
-    sigdelset(&waiting, SIGCHLD);
+    if (exits < 0) sigdelset(&waiting, SIGCHLD);
+    bool reap = true;     // the command may be gone already
     bool served = false;  // the last wake-up was a call: more may follow at once
     while (!done) {
-      int st = 0;
-      pid_t w;
-      while ((w = ::waitpid(-1, &st, WNOHANG)) > 0) {
-        if (w == pid) {
-          status = st;
-          done = true;
-          break;
+      if (reap || exits < 0) {
+        signalfd_siginfo info;
+        while (exits >= 0 && ::read(exits, &info, sizeof info) > 0) {
         }
+        int st = 0;
+        pid_t w;
+        while ((w = ::waitpid(-1, &st, WNOHANG)) > 0) {
+          if (w == pid) {
+            status = st;
+            done = true;
+            break;
+          }
+        }
+        if (done || (w < 0 && errno == ECHILD)) break;
       }
-      if (done || (w < 0 && errno == ECHILD)) break;
       // A command making files makes them in bursts: waiting awake for the next call a
       // little (yielding the CPU to anything runnable) halves the round trip, which on
       // a VM is mostly the wake-up of a sleeping init.
-      pollfd p{listener, POLLIN, 0};
+      pollfd p[2] = {{listener, POLLIN, 0}, {exits, POLLIN, 0}};
       bool ready = false;
       for (int spin = 0; served && spin < 100 && !ready; ++spin) {
-        if (::poll(&p, 1, 0) > 0) {
+        if (::poll(p, 2, 0) > 0) {
           ready = true;
         } else {
           ::sched_yield();
         }
       }
-      if (!ready && ::ppoll(&p, 1, nullptr, &waiting) <= 0) continue;
-      served = (p.revents & POLLIN) != 0;
+      reap = false;
+      served = false;
+      if (!ready && ::ppoll(p, 2, nullptr, &waiting) <= 0) continue;
+      reap = (p[1].revents & POLLIN) != 0;
+      served = (p[0].revents & POLLIN) != 0;
       if (served) {
         serve_guard(listener, guard);
-      } else if ((p.revents & (POLLHUP | POLLERR | POLLNVAL)) != 0) {
+      } else if ((p[0].revents & (POLLHUP | POLLERR | POLLNVAL)) != 0) {
         break;  // no process is left under the filter; wait below
       }
     }
+    if (exits >= 0) ::close(exits);
   }
   if (listener >= 0) ::close(listener);
   ::sigprocmask(SIG_UNBLOCK, &chld, nullptr);

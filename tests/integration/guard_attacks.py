@@ -278,10 +278,56 @@ for i in range(200):
 check("200 files in a new tree", len(os.listdir("a/b/c/d")) == 200)
 os.rename("a", "renamed")
 check("rename of a tree", os.path.isfile("renamed/b/c/d/f7"))
+
+# Bare names take pid 1's fast way, through the caller's own cwd or dirfd.
+sd = os.open("sub", os.O_RDONLY | os.O_DIRECTORY)
+os.close(os.open("at-dirfd", W, 0o644, dir_fd=sd))
+check("openat(dirfd, bare name) lands in that directory", os.path.isfile("sub/at-dirfd"))
+os.mkdir("dir-at-dirfd", dir_fd=sd)
+check("mkdirat(dirfd, bare name) lands in that directory", os.path.isdir("sub/dir-at-dirfd"))
+pd = os.open("sub", os.O_PATH | os.O_DIRECTORY)
+os.close(os.open("at-opath", W, 0o644, dir_fd=pd))
+check("openat(O_PATH dirfd, bare name)", os.path.isfile("sub/at-opath"))
+ff = os.open("umask-file", os.O_RDONLY)
+refused("openat(a file's fd, bare name) is ENOTDIR", lambda: os.open("x", W, 0o644, dir_fd=ff), (errno.ENOTDIR,))
+refused("openat(a closed fd, bare name) is EBADF", lambda: os.open("x", W, 0o644, dir_fd=999), (errno.EBADF,))
+refused("mkdirat(a file's fd, bare name) is ENOTDIR", lambda: os.mkdir("x", dir_fd=ff), (errno.ENOTDIR,))
+os.chdir("sub")
+os.close(os.open("after-chdir", W, 0o644))
+os.chdir(R)
+check("a bare name after chdir() lands in the new cwd", os.path.isfile("sub/after-chdir"))
+os.mkdir("sub2")
+thread_rc = []
+
+
+def own_fs_and_files():
+    # This thread alone: its own cwd, and its own fd table where sd names sub2.
+    thread_rc.append(libc.unshare(0x200 | 0x400))  # CLONE_FS | CLONE_FILES
+    os.chdir("sub2")
+    os.close(os.open("thread-cwd", W, 0o644))
+    d = os.open(R + "/sub2", os.O_RDONLY | os.O_DIRECTORY)
+    os.dup2(d, sd)
+    os.close(os.open("thread-files", W, 0o644, dir_fd=sd))
+    os.mkdir("thread-dir", dir_fd=sd)
+
+
+th = threading.Thread(target=own_fs_and_files)
+th.start()
+th.join()
+check("unshare(CLONE_FS|CLONE_FILES) in a thread", thread_rc == [0], repr(thread_rc))
+check("a thread with its own cwd makes bare names there",
+      os.path.isfile("sub2/thread-cwd") and not os.path.lexists("thread-cwd"))
+check("a thread with its own fd table makes them at its own dirfd",
+      os.path.isfile("sub2/thread-files") and os.path.isdir("sub2/thread-dir") and not os.path.lexists("sub/thread-files"))
+check("the other threads' cwd is unchanged", os.getcwd() == R)
+
 libc.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0, as ssh-agent does
 fd = os.open("after-nondumpable", W, 0o644)
 os.close(fd)
 check("a non-dumpable process still creates files", os.path.isfile("after-nondumpable"))
+os.close(os.open("nd-at-dirfd", W, 0o644, dir_fd=sd))
+os.mkdir("nd-dir", dir_fd=sd)
+check("... at a dirfd too", os.path.isfile("sub/nd-at-dirfd") and os.path.isdir("sub/nd-dir"))
 refused("... and is still refused the name", lambda: os.open(".envrc", W, 0o644))
 
 check("nothing protected exists", absent(".envrc", ".bashrc", ".config", ".git/hooks", ".ENVRC"))
