@@ -45,6 +45,19 @@ Result<std::vector<sock_filter>> export_bpf(scmp_filter_ctx ctx);
 // What init needs to serve the create guard (exec/guard.cpp).
 constexpr const char* k_guard_tools[] = {"process_vm_readv", "pidfd_getfd"};
 
+// What the command may not do to pid 1 when it serves the guard (or runs its fallback):
+// use the two calls pid 1 works with, or set pid 1's resource limits (the command has its
+// uid, and a lower RLIMIT_NOFILE would fail every call pid 1 serves). pid_t is 32 bits.
+int refuse_guard_tools(scmp_filter_ctx ctx, const char** what) {
+  for (const char* name : k_guard_tools) {
+    *what = name;
+    if (int rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), seccomp_syscall_resolve_name(name), 0); rc < 0) return rc;
+  }
+  *what = "prlimit64";
+  return seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(prlimit64), 2, SCMP_A0(SCMP_CMP_MASKED_EQ, 0xFFFFFFFFu, 1),
+                          SCMP_A2(SCMP_CMP_NE, 0));
+}
+
 bool is_guard_tool(const char* name) {
   for (const char* t : k_guard_tools) {
     if (std::strcmp(t, name) == 0) return true;
@@ -165,10 +178,8 @@ Result<std::vector<sock_filter>> build_guard_filter() {
     return std::unexpected(r.error());
   if (auto r = check(seccomp_rule_add(ctx.get(), SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(openat2), 0), "openat2"); !r)
     return std::unexpected(r.error());
-  for (const char* name : k_guard_tools) {
-    if (auto r = check(seccomp_rule_add(ctx.get(), SCMP_ACT_ERRNO(EPERM), seccomp_syscall_resolve_name(name), 0), name); !r)
-      return std::unexpected(r.error());
-  }
+  const char* what = nullptr;
+  if (int rc = refuse_guard_tools(ctx.get(), &what); rc < 0) return fail(std::string("guard rule ") + what, -rc);
   return export_bpf(ctx.get());
 }
 
@@ -176,10 +187,8 @@ Result<std::vector<sock_filter>> build_guard_fallback_filter() {
   auto made = new_filter(SCMP_ACT_ALLOW);
   if (!made) return std::unexpected(made.error());
   Ctx& ctx = *made;
-  for (const char* name : k_guard_tools) {
-    if (int rc = seccomp_rule_add(ctx.get(), SCMP_ACT_ERRNO(EPERM), seccomp_syscall_resolve_name(name), 0); rc < 0)
-      return fail(std::string("rule ") + name, -rc);
-  }
+  const char* what = nullptr;
+  if (int rc = refuse_guard_tools(ctx.get(), &what); rc < 0) return fail(std::string("rule ") + what, -rc);
   return export_bpf(ctx.get());
 }
 

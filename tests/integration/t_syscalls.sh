@@ -32,6 +32,12 @@ expect_contains "$ERR" "refused by seccomp user notification" "the create guard 
 for name in process_vm_readv process_vm_writev pidfd_getfd ptrace kcmp mount; do
   zb --allow-write="$HOSTDIR/g" -- "$PROBE" syscall "$name"; expect_rc 1 "$name refused with the create guard on"
 done
+# The command has pid 1's uid, but may not lower the limits pid 1 serves the guard under.
+if command -v prlimit >/dev/null; then
+  zb --allow-write="$HOSTDIR/g" -- sh -c 'prlimit --pid 1 --nofile=3:3 && exit 3; prlimit --pid 1 --nofile --noheadings >/dev/null || exit 4; prlimit --nofile=64:64 sh -c "echo x > '"$HOSTDIR"'/g/after-prlimit" || exit 5; prlimit --pid $$ --nofile=64:64 || exit 6'
+  expect_rc 0 "prlimit --pid 1 refused with the create guard on; reading it, and its own limits, allowed"
+  expect_present "$HOSTDIR/g/after-prlimit" "files are still made after the attempt on pid 1's limits"
+fi
 if command -v unshare >/dev/null; then
   zb -- unshare --user --map-root-user true; expect_rc_not 0 "unshare(1) cannot make a nested user namespace"
 fi
