@@ -81,6 +81,14 @@ void set_umask(mode_t m) {
 struct Target {
   pid_t tid = 0;
   GuardState* state = nullptr;
+  int listener = -1;
+  std::uint64_t id = 0;
+
+  // Whether the caller still waits for this call. A tid names the caller only while it
+  // does: a thread killed in the call may pass its tid on at once (execve() in another
+  // thread gives that thread the leader's tid), so whatever was looked up by tid is
+  // checked with this afterwards, before it is used.
+  bool alive() const { return ::ioctl(listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &id) == 0; }
 
   pid_t tgid() {
     load_status();
@@ -230,7 +238,12 @@ int read_str(Target& t, std::uint64_t addr, char* out) {
 int take_fd(Target& t, int fd) {
   if (fd < 0) return -EBADF;
   int got = static_cast<int>(::syscall(SYS_pidfd_getfd, t.pidfd(), fd, 0U));
-  return got < 0 ? -errno : got;
+  if (got < 0) return -errno;
+  if (!t.alive()) {
+    ::close(got);
+    return -ESRCH;
+  }
+  return got;
 }
 
 // The target's dirfd argument (AT_FDCWD: its working directory) as an fd of ours.
@@ -239,7 +252,12 @@ int open_dirfd(Target& t, int dirfd) {
   Buf p;
   p.add("/proc/").num(static_cast<unsigned long>(t.tid)).add("/cwd");
   int fd = ::open(p.s, O_PATH | O_CLOEXEC);
-  return fd < 0 ? -errno : fd;
+  if (fd < 0) return -errno;
+  if (!t.alive()) {
+    ::close(fd);
+    return -ESRCH;
+  }
+  return fd;
 }
 
 // "/proc/self/fd/N" of ours for an fd of ours.
@@ -371,6 +389,7 @@ int resolve(Target& t, int dirfd, int base, const char* path, Loc& loc) {
   int parent = open_beneath(at, dir.s, O_DIRECTORY);
   if (parent < 0) return parent;
   loc.parent.reset(parent);
+  if (!t.alive()) return -ESRCH;  // the /proc/TID paths above may have named another thread
   struct statfs sfs {};
   bool proc = ::fstatfs(parent, &sfs) == 0 && sfs.f_type == PROC_SUPER_MAGIC;
   ssize_t n = ::readlink(SelfFd(parent).s, loc.real, sizeof loc.real - 1);
@@ -411,16 +430,33 @@ void reply(int listener, std::uint64_t id, int err) {
   ::ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &r);
 }
 
-// false when the command could not be given the fd (EMFILE, say: then it gets that error).
+// false when the command was not given the fd: it could not take it (EMFILE, say: then
+// it gets that error), or the caller no longer waits (killed), when a tid looked up
+// before may have named another thread.
 bool reply_fd(int listener, std::uint64_t id, int fd, bool cloexec) {
   seccomp_notif_addfd a{};
   a.id = id;
   a.flags = SECCOMP_ADDFD_FLAG_SEND;
   a.srcfd = static_cast<std::uint32_t>(fd);
   a.newfd_flags = cloexec ? O_CLOEXEC : 0;
-  if (::ioctl(listener, SECCOMP_IOCTL_NOTIF_ADDFD, &a) >= 0 || errno == ENOENT) return true;
-  reply(listener, id, errno);
+  if (::ioctl(listener, SECCOMP_IOCTL_NOTIF_ADDFD, &a) >= 0) return true;
+  if (errno != ENOENT) reply(listener, id, errno);
   return false;
+}
+
+// Removes a file made new (O_EXCL) for a call that did not get it, wherever its name now
+// is, if that name still holds it. Nothing in the sandbox can rename a directory
+// meanwhile: every call that could waits for this one.
+void undo_new(int fd) {
+  char path[PATH_MAX];
+  ssize_t n = ::readlink(SelfFd(fd).s, path, sizeof path - 1);
+  if (n <= 0 || path[0] != '/') return;
+  path[n] = '\0';
+  struct stat made {}, now {};
+  if (::fstat(fd, &made) == 0 && ::fstatat(AT_FDCWD, path, &now, AT_SYMLINK_NOFOLLOW) == 0 &&
+      made.st_ino == now.st_ino && made.st_dev == now.st_dev) {
+    ::unlinkat(AT_FDCWD, path, 0);
+  }
 }
 
 bool is_ctty(int fd) {
@@ -504,6 +540,8 @@ bool may_follow(int dir, const struct stat& link) {
 int do_open(Target& t, int listener, std::uint64_t id, int dirfd, char* path, int flags,
             mode_t mode, Made& made) {
   constexpr int k_ours = O_CLOEXEC | O_NOCTTY;
+  // As Linux 6.4 and later answer before looking at the path (O_TMPFILE includes the bit).
+  if ((flags & O_DIRECTORY) != 0) return -EINVAL;
   UniqueFd link_dir;  // the directory of the last symlink followed
   for (int hop = 0; hop <= k_max_hops; ++hop) {
     Loc loc;
@@ -530,9 +568,11 @@ int do_open(Target& t, int listener, std::uint64_t id, int dirfd, char* path, in
       // "dir/", ".", "..": nothing can be created there, the kernel says what it says.
       return finish_open(::openat(loc.parent.get(), loc.name, flags | k_ours, mode), flags);
     }
-    if (refused(t, loc, false)) return -EACCES;
     struct stat st {};
     bool exists = ::fstatat(loc.parent.get(), loc.bare, &st, AT_SYMLINK_NOFOLLOW) == 0;
+    // A directory makes nothing: the kernel's answer, not a refusal of what it stands for.
+    if (exists && S_ISDIR(st.st_mode)) return (flags & O_EXCL) != 0 ? -EEXIST : -EISDIR;
+    if (refused(t, loc, false)) return -EACCES;
     if (exists && S_ISLNK(st.st_mode) && (flags & (O_EXCL | O_NOFOLLOW)) == 0) {
       if (!may_follow(loc.parent.get(), st)) return -EACCES;
       ssize_t n = ::readlinkat(loc.parent.get(), loc.bare, path, PATH_MAX - 1);
@@ -730,11 +770,13 @@ bool fast_path(int listener, Target& t, const seccomp_notif& req, const char* pa
 
   UniqueFd base;
   int at = AT_FDCWD;
-  Buf via;  // a bare name relative to the caller's cwd or dirfd: through that magic link
+  Buf via;  // a new file's bare name relative to the caller's cwd or dirfd: through that link
   if (path[0] != '/') {
     int dirfd = (nr == SYS_openat || nr == SYS_mkdirat) ? as_fd(a[0]) : AT_FDCWD;
-    if (slash == nullptr && (dirfd == AT_FDCWD || dirfd >= 0)) {
-      // Only the link is followed: the name itself is made new (O_EXCL, mkdir).
+    if (is_open && slash == nullptr && (dirfd == AT_FDCWD || dirfd >= 0)) {
+      // Only the link is followed: O_EXCL makes the name itself new. The tid is looked up
+      // by the same call, so whether it still named the caller is known only from the
+      // answer: if the caller no longer waits, the file is removed again.
       via.add("/proc/").num(static_cast<unsigned long>(t.tid));
       if (dirfd == AT_FDCWD) {
         via.add("/cwd/");
@@ -772,32 +814,22 @@ bool fast_path(int listener, Target& t, const seccomp_notif& req, const char* pa
       }
       return false;
     }
-    if (!reply_fd(listener, req.id, fd, (flags & O_CLOEXEC) != 0)) {
-      struct stat made {}, now {};  // new (O_EXCL) and not handed over: gone again
-      if (::fstat(fd, &made) == 0 && ::fstatat(at, path, &now, AT_SYMLINK_NOFOLLOW) == 0 && made.st_ino == now.st_ino &&
-          made.st_dev == now.st_dev) {
-        ::unlinkat(at, path, 0);
-      }
-    }
+    if (!reply_fd(listener, req.id, fd, (flags & O_CLOEXEC) != 0)) undo_new(fd);  // new, not handed over
     ::close(fd);
     return true;
   }
-  if (via.n != 0) {
-    set_umask(t.umask());
-    if (::mkdirat(AT_FDCWD, path, static_cast<mode_t>(nr == SYS_mkdir ? a[1] : a[2])) != 0) return false;
-    reply(listener, req.id, 0);
-    return true;
-  }
-  Buf dir;
-  if (slash == nullptr) {
-    dir.add(".");
+  int parent = -1;
+  UniqueFd p;
+  if (slash == nullptr && path[0] != '/') {
+    parent = at;  // the caller's cwd or dirfd (a file's fd gives mkdirat's ENOTDIR)
   } else {
+    Buf dir;
     dir.add(path, static_cast<std::size_t>(slash - path) + 1);
+    if (!dir.ok) return false;
+    parent = open_beneath(at, dir.s, O_DIRECTORY);
+    if (parent < 0) return false;  // the full way says why
+    p.reset(parent);
   }
-  if (!dir.ok) return false;
-  int parent = open_beneath(at, dir.s, O_DIRECTORY);
-  if (parent < 0) return false;  // the full way says why
-  UniqueFd p(parent);
   set_umask(t.umask());
   int rc = ::mkdirat(parent, name, static_cast<mode_t>(nr == SYS_mkdir ? a[1] : a[2]));
   reply(listener, req.id, rc == 0 ? 0 : errno);
@@ -833,6 +865,8 @@ void handle(int listener, GuardState& state, const seccomp_notif& req) {
   Target t;
   t.tid = static_cast<pid_t>(req.pid);
   t.state = &state;
+  t.listener = listener;
+  t.id = req.id;
   // Every string is read once, into our memory, before anything is decided.
   char p1[PATH_MAX], p2[PATH_MAX];
   int r = 0;
@@ -863,8 +897,9 @@ void handle(int listener, GuardState& state, const seccomp_notif& req) {
     case SYS_bind: break;  // reads its address itself
     default: return reply(listener, req.id, ENOSYS);
   }
-  // The caller is still waiting, so its tid is still its own when /proc is read below.
-  if (::ioctl(listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &req.id) != 0) return;
+  // The strings came from the caller if it still waits now. What is looked up by its tid
+  // from here on is checked again (Target::alive).
+  if (!t.alive()) return;
   if (r < 0) return reply(listener, req.id, -r);
   if (fast_path(listener, t, req, p1)) return;
 

@@ -279,6 +279,20 @@ check("200 files in a new tree", len(os.listdir("a/b/c/d")) == 200)
 os.rename("a", "renamed")
 check("rename of a tree", os.path.isfile("renamed/b/c/d/f7"))
 
+# O_CREAT on an existing directory makes nothing: the kernel's answers, not refusals,
+# even where the directory stands on the way of guarded paths (R, .git).
+refused("O_CREAT on the protected root itself is EISDIR", lambda: os.open(R, W, 0o644), (errno.EISDIR,))
+refused("O_CREAT on .git is EISDIR", lambda: os.open(".git", W, 0o644), (errno.EISDIR,))
+refused("O_CREAT|O_EXCL on .git is EEXIST", lambda: os.open(".git", W | os.O_EXCL, 0o644), (errno.EEXIST,))
+fddir = os.open("/proc/self/fd", os.O_RDONLY | os.O_DIRECTORY)
+refused("O_CREAT on the root through /proc/self/fd/N is EISDIR",
+        lambda: os.open(str(dirfd), W, 0o644, dir_fd=fddir), (errno.EISDIR,))
+os.close(fddir)
+refused("O_CREAT|O_DIRECTORY on a new name is EINVAL", lambda: os.open("newdir-flag", W | os.O_DIRECTORY), (errno.EINVAL,))
+refused("O_CREAT|O_DIRECTORY on .git is EINVAL", lambda: os.open(".git", os.O_RDONLY | os.O_CREAT | os.O_DIRECTORY),
+        (errno.EINVAL,))
+check("... and nothing made", not os.path.lexists("newdir-flag"))
+
 # Bare names take pid 1's fast way, through the caller's own cwd or dirfd.
 sd = os.open("sub", os.O_RDONLY | os.O_DIRECTORY)
 os.close(os.open("at-dirfd", W, 0o644, dir_fd=sd))

@@ -24,9 +24,14 @@
  *   probe x32                   an x32 system call (getpid)
  *   probe int80                 an i386 system call via int $0x80 (getpid)
  *   probe tiocsti               push a character into fd 0's tty input queue
+ *   probe tid-race N            N times: a process whose leader makes files by bare name
+ *                               in its own cwd lead/ while another thread, with cwd
+ *                               other/, calls execve(), which gives it the leader's tid;
+ *                               prints how many files reached other/, exit 1 if any
  */
 #define _GNU_SOURCE
 #include <dirent.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -344,6 +349,56 @@ static int do_tiocsti(void) {
   return report("ioctl(0, TIOCSTI)", ioctl(0, TIOCSTI, &c));
 }
 
+static int race_started;
+
+static void *exec_soon(void *arg) {
+  (void)arg;
+  while (!__atomic_load_n(&race_started, __ATOMIC_ACQUIRE)) {
+  }
+  usleep((useconds_t)(rand() % 300));
+  execl("/bin/true", "true", (char *)NULL);
+  return NULL;
+}
+
+static int tid_race(int n) {
+  if ((mkdir("lead", 0777) != 0 && errno != EEXIST) || (mkdir("other", 0777) != 0 && errno != EEXIST)) {
+    perror("probe: mkdir");
+    return 120;
+  }
+  for (int i = 0; i < n; ++i) {
+    pid_t pid = fork();
+    if (pid < 0) return report("fork", -1);
+    if (pid == 0) {
+      srand((unsigned)i);
+      pthread_t t;
+      if (chdir("other") != 0 || pthread_create(&t, NULL, exec_soon, NULL) != 0) _exit(120);
+      if (unshare(CLONE_FS) != 0 || chdir("../lead") != 0) _exit(120);  /* this thread only */
+      __atomic_store_n(&race_started, 1, __ATOMIC_RELEASE);
+      char name[64];
+      for (int k = 0;; ++k) {
+        snprintf(name, sizeof name, "f%d_%d", i, k);
+        int fd = open(name, O_WRONLY | O_CREAT, 0644);
+        if (fd >= 0) close(fd);
+      }
+    }
+    int st = 0;
+    waitpid(pid, &st, 0);
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+      fprintf(stderr, "probe: race round %d ended with status %#x\n", i, st);
+      return 120;
+    }
+  }
+  DIR *d = opendir("other");
+  if (d == NULL) return report("opendir", -1);
+  int misplaced = 0;
+  for (struct dirent *e; (e = readdir(d)) != NULL;) {
+    if (e->d_name[0] == 'f' && misplaced++ < 3) printf("misplaced: other/%s\n", e->d_name);
+  }
+  closedir(d);
+  printf("%d of the leader's files reached other/\n", misplaced);
+  return misplaced != 0;
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) return usage();
   const char *cmd = argv[1];
@@ -378,6 +433,7 @@ int main(int argc, char **argv) {
   if (CMD("x32", 0)) return do_x32();
   if (CMD("int80", 0)) return do_int80();
   if (CMD("tiocsti", 0)) return do_tiocsti();
+  if (CMD("tid-race", 1)) return tid_race(atoi(argv[2]));
 #undef CMD
   return usage();
 }
