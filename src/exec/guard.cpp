@@ -7,6 +7,7 @@
 #include <linux/seccomp.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/auxv.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -184,6 +185,34 @@ bool read_status(pid_t tid, pid_t& tgid, mode_t& umask) {
   return true;
 }
 
+// Reads the 16 bytes at `at` into `bytes` (compare: whether they equal `bytes`).
+bool same_random(pid_t tid, unsigned long at, unsigned char (&bytes)[16], bool compare) {
+  unsigned char now[16];
+  iovec local{now, sizeof now};
+  iovec remote{reinterpret_cast<void*>(at), sizeof now};
+  if (::process_vm_readv(tid, &local, 1, &remote, 1, 0) != static_cast<ssize_t>(sizeof now)) return false;
+  if (compare) return std::memcmp(now, bytes, sizeof now) == 0;
+  std::memcpy(bytes, now, sizeof now);
+  return true;
+}
+
+// The address of the 16 random bytes the kernel put on the thread's stack at execve
+// (AT_RANDOM in /proc/TID/auxv), and those bytes; false if they cannot be read.
+bool read_random(pid_t tid, unsigned long& at, unsigned char (&bytes)[16]) {
+  Buf path;
+  path.add("/proc/").num(static_cast<unsigned long>(tid)).add("/auxv");
+  UniqueFd fd(::open(path.s, O_RDONLY | O_CLOEXEC));
+  if (!fd) return false;
+  unsigned long aux[128];
+  ssize_t n = ::read(fd.get(), aux, sizeof aux);
+  if (n <= 0) return false;
+  at = 0;
+  for (std::size_t i = 0; i + 1 < static_cast<std::size_t>(n) / sizeof aux[0] && aux[i] != AT_NULL; i += 2) {
+    if (aux[i] == AT_RANDOM) at = aux[i + 1];
+  }
+  return at != 0 && same_random(tid, at, bytes, false);
+}
+
 void Target::load_status() {
   if (m_loaded) return;
   m_loaded = true;
@@ -191,8 +220,10 @@ void Target::load_status() {
   GuardState& st = *state;
   for (auto& e : st.seen) {
     if (e.tid != tid || e.pidfd < 0) continue;
-    // Still the same thread (a pidfd outlives a reused tid), and no umask() since.
-    if (e.umask_calls == st.umask_calls && ::syscall(SYS_pidfd_send_signal, e.pidfd, 0, nullptr, 0U) == 0) {
+    // Still the same thread (a pidfd outlives a reused tid) running the same program, and
+    // no umask() since.
+    if (e.umask_calls == st.umask_calls && ::syscall(SYS_pidfd_send_signal, e.pidfd, 0, nullptr, 0U) == 0 &&
+        same_random(tid, e.random_at, e.random, true)) {
       m_tgid = e.tgid;
       m_umask = e.umask;
       m_pidfd = e.pidfd;
@@ -203,13 +234,21 @@ void Target::load_status() {
     e.tid = 0;
   }
   if (!read_status(tid, m_tgid, m_umask) || st.umask_unsettled) return;
-  // Remembered with a pidfd taken after the read: if the tid was reused in between, the
-  // check above fails next time (the caller is still waiting, so it was not).
+  // Remembered with a pidfd taken after the read, if the caller still waits then: the
+  // tid was its own throughout.
+  unsigned long random_at = 0;
+  unsigned char random[16];
+  if (!read_random(tid, random_at, random)) return;
   int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, tid, k_pidfd_thread));
   if (pidfd < 0) return;
+  if (!alive()) {
+    ::close(pidfd);
+    return;
+  }
   auto& e = st.seen[st.next_seen++ % (sizeof st.seen / sizeof st.seen[0])];
   if (e.pidfd >= 0) ::close(e.pidfd);
-  e = {tid, pidfd, m_tgid, m_umask, st.umask_calls};
+  e = {tid, pidfd, m_tgid, m_umask, st.umask_calls, random_at, {}};
+  std::memcpy(e.random, random, sizeof random);
   m_pidfd = pidfd;
 }
 
@@ -444,18 +483,14 @@ bool reply_fd(int listener, std::uint64_t id, int fd, bool cloexec) {
   return false;
 }
 
-// Removes a file made new (O_EXCL) for a call that did not get it, wherever its name now
-// is, if that name still holds it. Nothing in the sandbox can rename a directory
+// Removes a file made new (O_EXCL) as `path` relative to `at` for a call that did not get
+// it, if the name still holds it. Nothing in the sandbox can rename a directory
 // meanwhile: every call that could waits for this one.
-void undo_new(int fd) {
-  char path[PATH_MAX];
-  ssize_t n = ::readlink(SelfFd(fd).s, path, sizeof path - 1);
-  if (n <= 0 || path[0] != '/') return;
-  path[n] = '\0';
+void undo_new(int fd, int at, const char* path) {
   struct stat made {}, now {};
-  if (::fstat(fd, &made) == 0 && ::fstatat(AT_FDCWD, path, &now, AT_SYMLINK_NOFOLLOW) == 0 &&
-      made.st_ino == now.st_ino && made.st_dev == now.st_dev) {
-    ::unlinkat(AT_FDCWD, path, 0);
+  if (::fstat(fd, &made) == 0 && ::fstatat(at, path, &now, AT_SYMLINK_NOFOLLOW) == 0 && made.st_ino == now.st_ino &&
+      made.st_dev == now.st_dev) {
+    ::unlinkat(at, path, 0);
   }
 }
 
@@ -540,8 +575,10 @@ bool may_follow(int dir, const struct stat& link) {
 int do_open(Target& t, int listener, std::uint64_t id, int dirfd, char* path, int flags,
             mode_t mode, Made& made) {
   constexpr int k_ours = O_CLOEXEC | O_NOCTTY;
-  // As Linux 6.4 and later answer before looking at the path (O_TMPFILE includes the bit).
-  if ((flags & O_DIRECTORY) != 0) return -EINVAL;
+  // As Linux 6.4 and later answer before looking at the path: O_CREAT goes with neither
+  // O_DIRECTORY nor the kernel's __O_TMPFILE bit (glibc's includes O_DIRECTORY).
+  constexpr int k_tmpfile_bit = 020000000;
+  if ((flags & (O_DIRECTORY | k_tmpfile_bit)) != 0) return -EINVAL;
   UniqueFd link_dir;  // the directory of the last symlink followed
   for (int hop = 0; hop <= k_max_hops; ++hop) {
     Loc loc;
@@ -768,30 +805,18 @@ bool fast_path(int listener, Target& t, const seccomp_notif& req, const char* pa
   const GuardState& st = *t.state;
   if (is_open ? among(st.names, st.names_mask, name, len) : among(st.leaves, st.leaves_mask, name, len)) return false;
 
+  // The directory a relative path starts from, as an fd of ours: looked up by the
+  // caller's tid, so open_dirfd checks that the caller still waits (else the tid may
+  // have passed to another thread). Making the file through /proc/TID/cwd/NAME in one
+  // call saved about 2 us, but then nothing could check that, and a file made for a
+  // thread killed meanwhile could not always be found again to remove it.
   UniqueFd base;
   int at = AT_FDCWD;
-  Buf via;  // a new file's bare name relative to the caller's cwd or dirfd: through that link
   if (path[0] != '/') {
-    int dirfd = (nr == SYS_openat || nr == SYS_mkdirat) ? as_fd(a[0]) : AT_FDCWD;
-    if (is_open && slash == nullptr && (dirfd == AT_FDCWD || dirfd >= 0)) {
-      // Only the link is followed: O_EXCL makes the name itself new. The tid is looked up
-      // by the same call, so whether it still named the caller is known only from the
-      // answer: if the caller no longer waits, the file is removed again.
-      via.add("/proc/").num(static_cast<unsigned long>(t.tid));
-      if (dirfd == AT_FDCWD) {
-        via.add("/cwd/");
-      } else {
-        via.add("/fd/").num(static_cast<unsigned long>(dirfd)).add("/");
-      }
-      via.add(name, len);
-      if (!via.ok) return false;
-      path = via.s;
-    } else {
-      int fd = open_dirfd(t, dirfd);
-      if (fd < 0) return false;
-      base.reset(fd);
-      at = fd;
-    }
+    int fd = open_dirfd(t, (nr == SYS_openat || nr == SYS_mkdirat) ? as_fd(a[0]) : AT_FDCWD);
+    if (fd < 0) return false;
+    base.reset(fd);
+    at = fd;
   }
   if (is_open) {
     int flags = nr == SYS_open ? static_cast<int>(a[1]) : nr == SYS_openat ? static_cast<int>(a[2]) : (O_CREAT | O_WRONLY | O_TRUNC);
@@ -801,7 +826,7 @@ bool fast_path(int listener, Target& t, const seccomp_notif& req, const char* pa
     // would show O_NOFOLLOW).
     how.flags = static_cast<std::uint64_t>(static_cast<unsigned>(flags | O_EXCL | O_CLOEXEC | O_NOCTTY));
     how.mode = mode & 07777;
-    how.resolve = via.n == 0 ? RESOLVE_NO_MAGICLINKS : 0;
+    how.resolve = RESOLVE_NO_MAGICLINKS;
     set_umask(t.umask());
     int fd = static_cast<int>(::syscall(SYS_openat2, at, path, &how, sizeof how));
     if (fd < 0) {
@@ -814,7 +839,7 @@ bool fast_path(int listener, Target& t, const seccomp_notif& req, const char* pa
       }
       return false;
     }
-    if (!reply_fd(listener, req.id, fd, (flags & O_CLOEXEC) != 0)) undo_new(fd);  // new, not handed over
+    if (!reply_fd(listener, req.id, fd, (flags & O_CLOEXEC) != 0)) undo_new(fd, at, path);  // new, not handed over
     ::close(fd);
     return true;
   }

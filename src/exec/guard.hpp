@@ -52,14 +52,18 @@ struct GuardState {
   bool umask_changed;         // a process in the sandbox called umask()
   bool umask_unsettled;       // one's new umask did not show in /proc: read it every time
   unsigned umask_calls;       // how many times: what was read of a thread before is stale
-  // What /proc/TID/status said (tgid, umask), per thread, while it lives (its pidfd) and
-  // nothing called umask() since. Reading it costs more than the rest of a call.
+  // What /proc/TID/status said (tgid, umask), per thread, while it lives (its pidfd), runs
+  // the same program (the 16 random bytes of its auxv's AT_RANDOM: a thread that execs
+  // takes the leader's tid and pidfd) and nothing called umask() since. Reading it costs
+  // more than the rest of a call.
   struct Seen {
     int tid;
     int pidfd;
     int tgid;
     unsigned umask;
     unsigned umask_calls;
+    unsigned long random_at;
+    unsigned char random[16];
   } seen[32];
   unsigned next_seen;
   unsigned char* reported;  // per path: a refusal was reported on report_fd

@@ -26,8 +26,10 @@
  *   probe tiocsti               push a character into fd 0's tty input queue
  *   probe tid-race N            N times: a process whose leader makes files by bare name
  *                               in its own cwd lead/ while another thread, with cwd
- *                               other/, calls execve(), which gives it the leader's tid;
- *                               prints how many files reached other/, exit 1 if any
+ *                               other/ (every other round a directory below it deeper
+ *                               than PATH_MAX), calls execve(), which gives it the
+ *                               leader's tid; prints how many files reached other/ or
+ *                               the deep one, exit 1 if any
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -360,9 +362,36 @@ static void *exec_soon(void *arg) {
   return NULL;
 }
 
+enum { k_deep_levels = 24 };  /* of 200 bytes: 4,824 bytes below other/ */
+
+/* Each level of the deep directory, from the current directory; mkdir: make them. */
+static int walk_deep(int make) {
+  char name[201];
+  memset(name, 'd', 200);
+  name[200] = '\0';
+  for (int l = 0; l < k_deep_levels; ++l) {
+    if (make && mkdir(name, 0777) != 0 && errno != EEXIST) return -1;
+    if (chdir(name) != 0) return -1;
+  }
+  return 0;
+}
+
+static int count_misplaced(const char *label) {
+  DIR *d = opendir(".");
+  if (d == NULL) return -1;
+  int misplaced = 0;
+  for (struct dirent *e; (e = readdir(d)) != NULL;) {
+    if (e->d_name[0] == 'f' && misplaced++ < 3) printf("misplaced: %s/%s\n", label, e->d_name);
+  }
+  closedir(d);
+  return misplaced;
+}
+
 static int tid_race(int n) {
-  if ((mkdir("lead", 0777) != 0 && errno != EEXIST) || (mkdir("other", 0777) != 0 && errno != EEXIST)) {
-    perror("probe: mkdir");
+  int top = open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (top < 0 || (mkdir("lead", 0777) != 0 && errno != EEXIST) || (mkdir("other", 0777) != 0 && errno != EEXIST) ||
+      chdir("other") != 0 || walk_deep(1) != 0 || fchdir(top) != 0) {
+    perror("probe: tid-race set-up");
     return 120;
   }
   for (int i = 0; i < n; ++i) {
@@ -371,8 +400,9 @@ static int tid_race(int n) {
     if (pid == 0) {
       srand((unsigned)i);
       pthread_t t;
-      if (chdir("other") != 0 || pthread_create(&t, NULL, exec_soon, NULL) != 0) _exit(120);
-      if (unshare(CLONE_FS) != 0 || chdir("../lead") != 0) _exit(120);  /* this thread only */
+      if (chdir("other") != 0 || ((i & 1) != 0 && walk_deep(0) != 0)) _exit(120);
+      if (pthread_create(&t, NULL, exec_soon, NULL) != 0) _exit(120);
+      if (unshare(CLONE_FS) != 0 || fchdir(top) != 0 || chdir("lead") != 0) _exit(120);  /* this thread only */
       __atomic_store_n(&race_started, 1, __ATOMIC_RELEASE);
       char name[64];
       for (int k = 0;; ++k) {
@@ -388,15 +418,11 @@ static int tid_race(int n) {
       return 120;
     }
   }
-  DIR *d = opendir("other");
-  if (d == NULL) return report("opendir", -1);
-  int misplaced = 0;
-  for (struct dirent *e; (e = readdir(d)) != NULL;) {
-    if (e->d_name[0] == 'f' && misplaced++ < 3) printf("misplaced: other/%s\n", e->d_name);
-  }
-  closedir(d);
-  printf("%d of the leader's files reached other/\n", misplaced);
-  return misplaced != 0;
+  int shallow = chdir("other") == 0 ? count_misplaced("other") : -1;
+  int deep = walk_deep(0) == 0 ? count_misplaced("other/(deep)") : -1;
+  if (shallow < 0 || deep < 0) return report("tid-race: count", -1);
+  printf("%d of the leader's files reached other/, %d the deep directory below it\n", shallow, deep);
+  return shallow + deep != 0;
 }
 
 int main(int argc, char **argv) {

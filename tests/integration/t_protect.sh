@@ -69,6 +69,29 @@ zb --allow-write="$HOSTDIR/race" -C "$HOSTDIR/race" -- "$PROBE" tid-race 12000
 expect_rc 0 "no file made for a thread killed by execve() lands in the exec'ing thread's cwd"
 [ "$RC" = 0 ] || printf '%s\n' "$OUT" >&2
 rm -rf "$HOSTDIR/race"
+# A thread that execs takes the leader's tid: pid 1 must not keep using what it learnt
+# of the leader (its umask 0) for the new program (umask 077).
+U=$HOSTDIR/umask-exec
+mkdir -p "$U"
+zb --allow-write="$U" -C "$U" -- python3 -c '
+import ctypes, os, threading
+libc = ctypes.CDLL(None, use_errno=True)
+go = threading.Event()
+def other():
+    go.wait()
+    os.execv("/usr/bin/touch", ["touch", "after-exec"])
+os.umask(0o077)
+threading.Thread(target=other).start()
+assert libc.unshare(0x200) == 0  # CLONE_FS: the main thread gets a umask of its own
+os.umask(0)
+os.close(os.open("before-exec", os.O_WRONLY | os.O_CREAT, 0o666))
+go.set()
+threading.Event().wait(10)
+'
+expect_rc 0 "a thread execs while the leader has another umask"
+expect_eq "$(stat -c %a "$U/before-exec" 2>&1)" 666 "the leader's file has the leader's umask (0)"
+expect_eq "$(stat -c %a "$U/after-exec" 2>&1)" 600 "the exec'd program's file has its own umask (077)"
+rm -rf "$U"
 # git init in a writable directory that is no repository: .git/hooks is refused, and the
 # user is told how to allow it; --allow-write=DIR/.git allows it.
 N=$HOSTDIR/newrepo
