@@ -292,6 +292,11 @@ refused("O_CREAT|O_DIRECTORY on a new name is EINVAL", lambda: os.open("newdir-f
 refused("O_CREAT|O_DIRECTORY on .git is EINVAL", lambda: os.open(".git", os.O_RDONLY | os.O_CREAT | os.O_DIRECTORY),
         (errno.EINVAL,))
 check("... and nothing made", not os.path.lexists("newdir-flag"))
+TMPFILE_BIT = 0o20000000  # the kernel's __O_TMPFILE, without O_DIRECTORY
+refused("O_CREAT with the tmpfile bit on a directory is EINVAL", lambda: os.open(".", os.O_RDWR | os.O_CREAT | TMPFILE_BIT),
+        (errno.EINVAL,))
+refused("O_CREAT with the tmpfile bit on .envrc is EINVAL", lambda: os.open(".envrc", os.O_RDWR | os.O_CREAT | TMPFILE_BIT),
+        (errno.EINVAL,))
 
 # Bare names take pid 1's fast way, through the caller's own cwd or dirfd.
 sd = os.open("sub", os.O_RDONLY | os.O_DIRECTORY)
