@@ -193,6 +193,13 @@ static int do_syscall(const char *name) {
   else if (IS("ioctl_tiocsti_high1")) r = syscall(__NR_ioctl, -1, 0x0000000100005412UL, BAD);
   else if (IS("ioctl_tioclinux")) r = syscall(__NR_ioctl, -1, (unsigned long)TIOCLINUX, BAD);
   else if (IS("ioctl_tioclinux_high")) r = syscall(__NR_ioctl, -1, 0xffffffff0000541cUL, BAD);
+  /* btrfs snapshot/subvolume creation, ocfs2 reflink, bcachefs subvolume creation */
+  else if (IS("ioctl_btrfs_snap_create")) r = syscall(__NR_ioctl, -1, 0x50009401UL, BAD);
+  else if (IS("ioctl_btrfs_subvol_create")) r = syscall(__NR_ioctl, -1, 0x5000940eUL, BAD);
+  else if (IS("ioctl_btrfs_snap_create_v2")) r = syscall(__NR_ioctl, -1, 0x50009417UL, BAD);
+  else if (IS("ioctl_btrfs_subvol_create_v2")) r = syscall(__NR_ioctl, -1, 0xffffffff50009418UL, BAD);
+  else if (IS("ioctl_ocfs2_reflink")) r = syscall(__NR_ioctl, -1, 0x40186f04UL, BAD);
+  else if (IS("ioctl_bcachefs_subvolume_create")) r = syscall(__NR_ioctl, -1, 0x4020bc10UL, BAD);
   /* Controls: calls that must not be filtered. */
   else if (IS("ioctl_fionread")) r = syscall(__NR_ioctl, -1, (unsigned long)FIONREAD, BAD);
   else if (IS("getpid")) r = syscall(__NR_getpid);
