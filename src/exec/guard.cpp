@@ -129,27 +129,21 @@ const char* after(const char* p, const char* prefix) {
   return (p[n] == '\0' || p[n] == '/') ? p + n : nullptr;
 }
 
-// Names are compared without regard to ASCII case: on a case-insensitive file system
-// (vfat, exfat, a casefolded ext4 directory) .ENVRC is .envrc. On others this refuses a
-// few more names, which nothing needs.
-// FNV-1a of the lower-cased name, for the guard's sets of names.
+// FNV-1a of a folded name, for the guard's sets of names.
 std::size_t name_hash(const char* p, std::size_t n) {
   std::uint32_t h = 2166136261U;
-  for (std::size_t i = 0; i < n; ++i) {
-    auto c = static_cast<unsigned char>(p[i]);
-    if (c >= 'A' && c <= 'Z') c = static_cast<unsigned char>(c - 'A' + 'a');
-    h = (h ^ c) * 16777619U;
-  }
+  for (std::size_t i = 0; i < n; ++i) h = (h ^ static_cast<unsigned char>(p[i])) * 16777619U;
   return h;
 }
 
+// `name` (folded, NUL-terminated, `len` bytes) into a set of folded names.
 void set_insert(const char** set, std::size_t mask, const char* name, std::size_t len) {
   for (std::size_t i = name_hash(name, len) & mask;; i = (i + 1) & mask) {
     if (set[i] == nullptr) {
       set[i] = name;
       return;
     }
-    if (::strncasecmp(set[i], name, len) == 0 && set[i][len] == '\0') return;
+    if (std::strncmp(set[i], name, len) == 0 && set[i][len] == '\0') return;
   }
 }
 
@@ -773,10 +767,14 @@ int do_bind(Target& t, int sockfd, std::uint64_t addr, std::uint64_t len) {
 
 int as_fd(std::uint64_t arg) { return static_cast<int>(static_cast<std::uint32_t>(arg)); }
 
+// Whether `name` (as the command gave it, `len` bytes) folds to one of a set's names.
 bool among(const char* const* set, std::size_t mask, const char* name, std::size_t len) {
-  for (std::size_t i = name_hash(name, len) & mask;; i = (i + 1) & mask) {
+  char folded[NAME_MAX + 1];
+  if (len > NAME_MAX) return false;  // longer than any name the kernel takes
+  len = guard_fold(name, len, folded);
+  for (std::size_t i = name_hash(folded, len) & mask;; i = (i + 1) & mask) {
     if (set[i] == nullptr) return false;
-    if (::strncasecmp(set[i], name, len) == 0 && set[i][len] == '\0') return true;
+    if (std::strncmp(set[i], folded, len) == 0 && set[i][len] == '\0') return true;
   }
 }
 
@@ -967,11 +965,59 @@ void handle(int listener, GuardState& state, const seccomp_notif& req) {
 
 }  // namespace
 
+std::size_t guard_fold(const char* in, std::size_t n, char* out) {
+  // The characters that fold to ASCII letters under Unicode's full case folding (after
+  // canonical decomposition, as Linux's utf8 casefolding does), by their UTF-8 bytes.
+  static constexpr struct {
+    const char* from;
+    const char* to;
+  } k_folds[] = {
+      {"\xC5\xBF", "s"},       // U+017F long s
+      {"\xC3\x9F", "ss"},      // U+00DF sharp s
+      {"\xE1\xBA\x9E", "ss"},  // U+1E9E capital sharp s
+      {"\xE2\x84\xAA", "k"},   // U+212A Kelvin sign
+      {"\xEF\xAC\x80", "ff"},  // U+FB00..FB06 ligatures
+      {"\xEF\xAC\x81", "fi"},
+      {"\xEF\xAC\x82", "fl"},
+      {"\xEF\xAC\x83", "ffi"},
+      {"\xEF\xAC\x84", "ffl"},
+      {"\xEF\xAC\x85", "st"},
+      {"\xEF\xAC\x86", "st"},
+  };
+  std::size_t o = 0;
+  for (std::size_t i = 0; i < n;) {
+    auto c = static_cast<unsigned char>(in[i]);
+    bool done = false;
+    if (c >= 0xC3) {
+      for (const auto& f : k_folds) {
+        std::size_t len = std::strlen(f.from);
+        if (i + len <= n && std::memcmp(in + i, f.from, len) == 0) {
+          for (const char* t = f.to; *t != '\0'; ++t) out[o++] = *t;  // never longer than `from`
+          i += len;
+          done = true;
+          break;
+        }
+      }
+    }
+    if (!done) {
+      out[o++] = (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : static_cast<char>(c);
+      ++i;
+    }
+  }
+  out[o] = '\0';
+  return o;
+}
+
 int guard_check(const GuardList& list, const char* full, bool is_mkdir, std::size_t* which) {
+  char want[PATH_MAX + 1], have[PATH_MAX + 1];
   std::size_t n = std::strlen(full);
+  if (n > PATH_MAX) return 0;  // longer than any guarded path
+  n = guard_fold(full, n, want);
   for (std::size_t i = 0; i < list.count; ++i) {
-    const char* p = list.paths[i];
-    if (::strcasecmp(p, full) == 0 || (!is_mkdir && ::strncasecmp(p, full, n) == 0 && p[n] == '/')) {
+    std::size_t len = std::strlen(list.paths[i]);
+    if (len > PATH_MAX) continue;
+    guard_fold(list.paths[i], len, have);
+    if (std::strcmp(have, want) == 0 || (!is_mkdir && std::strncmp(have, want, n) == 0 && have[n] == '/')) {
       if (which != nullptr) *which = i;
       return EACCES;
     }
@@ -1025,6 +1071,7 @@ bool prepare_guard(const GuardList& in, int report_fd, GuardState& out) {
       while (*c != '\0' && *c != '/') ++c;
       std::size_t n = static_cast<std::size_t>(c - start);
       if (*c != '\0') *c++ = '\0';
+      n = guard_fold(start, n, start);  // in place: never longer
       set_insert(names, slots - 1, start, n);
       last = start;
     }

@@ -55,7 +55,9 @@ struct GuardState {
   // What /proc/TID/status said (tgid, umask), per thread, while it lives (its pidfd), runs
   // the same program (the 16 random bytes of its auxv's AT_RANDOM: a thread that execs
   // takes the leader's tid and pidfd) and nothing called umask() since. Reading it costs
-  // more than the rest of a call.
+  // more than the rest of a call. A new program can forge the bytes (write the old ones
+  // at the old address); it then gets the old program's umask for its own new files,
+  // which it could chmod anyway.
   struct Seen {
     int tid;
     int pidfd;
@@ -85,6 +87,15 @@ int install_guard(const sock_filter* filter, std::size_t n);
 // a FIFO with no peer) are finished by a short-lived child process of init, which init's
 // reaping loop collects. false when the listener has no more targets.
 bool serve_guard(int listener, GuardState& state);
+
+// Names are compared folded, as a case-insensitive file system would compare them (vfat,
+// exfat, a casefolded ext4 or tmpfs directory), so that .ENVRC or .baſhrc cannot stand
+// for .envrc or .bashrc there: ASCII letters lower-cased, and the few characters whose
+// Unicode case folding gives ASCII letters (ſ, ß, ẞ, the Kelvin sign, the ff..st
+// ligatures) replaced by them. On other file systems this refuses a few more names,
+// which nothing needs. Writes the folded form of in[0..n) to `out` (at most n bytes,
+// then a NUL; `out` may be `in`) and returns its length.
+std::size_t guard_fold(const char* in, std::size_t n, char* out);
 
 // The decision alone, for tests: 0 to allow making `full` (a canonical path), EACCES to
 // refuse. `is_mkdir`: the new entry is an empty directory made by mkdir, which may stand

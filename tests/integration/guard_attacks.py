@@ -62,6 +62,10 @@ refused("mkfifo", lambda: os.mkfifo(".envrc"))
 refused("mknod", lambda: os.mknod(".bashrc", 0o600))
 refused("symlink at the name", lambda: os.symlink("/etc/passwd", ".envrc"))
 refused("mkdir .git/hooks", lambda: os.mkdir(".git/hooks"))
+# Spellings a casefolded directory (ext4, tmpfs, exfat) takes for the same name.
+refused("open O_CREAT .ba\u017fhrc (long s)", lambda: os.open(".ba\u017fhrc", W, 0o644))
+refused("mkdir .git/hoo\u212as (Kelvin sign)", lambda: os.mkdir(".git/hoo\u212as"))
+refused("symlink at .EnvRC", lambda: os.symlink("/etc/passwd", ".EnvRC"))
 
 # Through symlinks the command makes.
 os.symlink(".envrc", "dangling")
@@ -349,5 +353,5 @@ os.mkdir("nd-dir", dir_fd=sd)
 check("... at a dirfd too", os.path.isfile("sub/nd-at-dirfd") and os.path.isdir("sub/nd-dir"))
 refused("... and is still refused the name", lambda: os.open(".envrc", W, 0o644))
 
-check("nothing protected exists", absent(".envrc", ".bashrc", ".config", ".git/hooks", ".ENVRC"))
+check("nothing protected exists", absent(".envrc", ".bashrc", ".config", ".git/hooks", ".ENVRC", ".ba\u017fhrc", ".git/hoo\u212as"))
 sys.exit(min(failures, 100))

@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstring>
 #include <span>
+#include <string>
 
 #include "exec/guard.hpp"
 #include "exec/seccomp.hpp"
@@ -51,4 +52,32 @@ TEST_CASE("the create guard refuses guarded paths and whatever but mkdir stands 
   CHECK(guard_check(list, "/p/.ENVRC", false) == EACCES);
   CHECK(guard_check(list, "/P/.Git/Hooks", true) == EACCES);
   CHECK(guard_check(list, "/p/.GIT", false) == EACCES);
+  // Characters that Unicode case folding turns into ASCII letters (casefolded ext4,
+  // tmpfs, exfat): the long s, the Kelvin sign, the fi ligature.
+  CHECK(guard_check(list, "/home/u/.config/fi\xC5\xBFh", false) == EACCES);
+  CHECK(guard_check(list, "/home/u/.config/\xEF\xAC\x81sh", false) == EACCES);
+  CHECK(guard_check(list, "/p/.git/hoo\xE2\x84\xAAs", true) == EACCES);
+  CHECK(guard_check(list, "/p/.git/hooks\xC3\xA9", false) == 0);  // é folds to nothing ASCII
+}
+
+TEST_CASE("guard names fold as a case-insensitive file system folds them") {
+  using zb::exec::guard_fold;
+  auto fold = [](std::string in) {
+    std::string out(in.size() + 1, '\0');
+    out.resize(guard_fold(in.data(), in.size(), out.data()));
+    return out;
+  };
+  CHECK(fold(".ENVRC") == ".envrc");
+  CHECK(fold(".ba\xC5\xBFhrc") == ".bashrc");                  // U+017F long s
+  CHECK(fold("\xC3\x9F") == "ss");                               // U+00DF sharp s
+  CHECK(fold("\xE1\xBA\x9E") == "ss");                           // U+1E9E capital sharp s
+  CHECK(fold("hoo\xE2\x84\xAAs") == "hooks");                    // U+212A Kelvin sign
+  CHECK(fold("\xEF\xAC\x80\xEF\xAC\x81\xEF\xAC\x82") == "fffifl");  // U+FB00..FB02
+  CHECK(fold("\xEF\xAC\x83\xEF\xAC\x84") == "ffiffl");          // U+FB03, U+FB04
+  CHECK(fold("\xEF\xAC\x85\xEF\xAC\x86") == "stst");            // U+FB05, U+FB06
+  CHECK(fold("Jos\xC3\xA9") == "jos\xC3\xA9");                   // others stay as they are
+  CHECK(fold("\xC5") == "\xC5");                                  // a cut sequence too
+  std::string in = ".Ba\xC5\xBFhrc";  // in place
+  in.resize(guard_fold(in.data(), in.size(), in.data()));
+  CHECK(in == ".bashrc");
 }
