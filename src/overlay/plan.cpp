@@ -297,7 +297,12 @@ Plan build_plan(const policy::FsRules& fs, const MountTable& mounts, const std::
       b.tracked_tree("/", {"/proc", "/sys", "/dev"});
       b.note("root: tracked overlays of the host's root (snapshot of bare --allow-write)");
     } else if (!fs.read_restricted) {
-      b.ro_tree("/", special);
+      // The walk leaves out /var/tmp as it does /tmp: the scratch layer below covers
+      // whatever it would build there (a mount point for each entry, when the host has
+      // mounts below /var/tmp). A symlinked /var/tmp is shown as it is.
+      std::set<std::string> walk_skip = special;
+      if (path::kind_of("/var/tmp") == path::Kind::Directory) walk_skip.insert("/var/tmp");
+      b.ro_tree("/", walk_skip);
       b.note("root: read-only overlays of the host's root");
     } else {
       for (const auto& link : fs.system_links) b.ro_tree(link, special);

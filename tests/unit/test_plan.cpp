@@ -76,6 +76,20 @@ TEST_CASE("a directory with mounts below it becomes a skeleton walked one level 
   CHECK(find(plan, OpKind::Overlay, "/newroot" + (t / "a/empty")) < 0);
 }
 
+TEST_CASE("with mounts below /var/tmp, nothing is built there for the scratch layer to cover") {
+  char tmpl[] = "/var/tmp/zerobox-unit-XXXXXX";  // an entry of /var/tmp, which the walk would show
+  REQUIRE(::mkdtemp(tmpl) != nullptr);
+  std::string entry = tmpl;
+  overlay::MountTable m = host_like();
+  m.targets.insert(entry + "/mnt");  // /var and /var/tmp now have mounts below
+  policy::FsRules fs;
+  auto plan = overlay::build_plan(fs, m, "/", {});
+  ::rmdir(entry.c_str());
+  CHECK(find(plan, OpKind::Mkdir, "/newroot/var/tmp") >= 0);  // the scratch layer's mount point
+  CHECK(find(plan, OpKind::Tmpfs, "/newroot/var/tmp") >= 0);  // it starts empty: mounts below
+  for (const auto& op : plan.ops) CHECK_MESSAGE(op.dst.rfind("/newroot/var/tmp/", 0) != 0, op.dst);
+}
+
 TEST_CASE("a read-only view of a directory with mounts below is a sealed skeleton that leaves its sockets out") {
   test::TempDir t;
   test::mkdirs(t / "w/ro/sub");
