@@ -37,9 +37,13 @@ namespace {
 constexpr int k_max_hops = 40;  // symlinks followed for O_CREAT, as the kernel's MAXSYMLINKS
 constexpr int k_replied = INT_MIN;
 
+// Room for a parent's real path (shorter than PATH_MAX, else too deep to be guarded), a
+// slash, a name and the NUL.
+constexpr std::size_t k_path_buf = PATH_MAX + NAME_MAX + 2;
+
 // A bounded string builder on the stack (no allocation here: see guard.hpp).
 struct Buf {
-  char s[PATH_MAX + 64];
+  char s[k_path_buf];
   std::size_t n = 0;
   bool ok = true;
   Buf() { s[0] = '\0'; }
@@ -965,57 +969,101 @@ void handle(int listener, GuardState& state, const seccomp_notif& req) {
 
 }  // namespace
 
-std::size_t guard_fold(const char* in, std::size_t n, char* out) {
-  // The characters that fold to ASCII letters under Unicode's full case folding (after
-  // canonical decomposition, as Linux's utf8 casefolding does), by their UTF-8 bytes.
-  static constexpr struct {
-    const char* from;
-    const char* to;
-  } k_folds[] = {
-      {"\xC5\xBF", "s"},       // U+017F long s
-      {"\xC3\x9F", "ss"},      // U+00DF sharp s
-      {"\xE1\xBA\x9E", "ss"},  // U+1E9E capital sharp s
-      {"\xE2\x84\xAA", "k"},   // U+212A Kelvin sign
-      {"\xEF\xAC\x80", "ff"},  // U+FB00..FB06 ligatures
-      {"\xEF\xAC\x81", "fi"},
-      {"\xEF\xAC\x82", "fl"},
-      {"\xEF\xAC\x83", "ffi"},
-      {"\xEF\xAC\x84", "ffl"},
-      {"\xEF\xAC\x85", "st"},
-      {"\xEF\xAC\x86", "st"},
+namespace {
+
+// The code point of the valid, shortest-form UTF-8 sequence at in[i..n), and its length
+// in `len`; -1 for anything else (an invalid sequence is opaque to Linux's casefolding).
+long utf8_at(const char* in, std::size_t i, std::size_t n, std::size_t& len) {
+  auto b = [&](std::size_t k) { return static_cast<unsigned char>(in[i + k]); };
+  auto cont = [&](std::size_t k) { return i + k < n && (b(k) & 0xC0) == 0x80; };
+  unsigned char c = b(0);
+  if (c >= 0xC2 && c <= 0xDF && cont(1)) {
+    len = 2;
+    return static_cast<long>(((c & 0x1FU) << 6) | (b(1) & 0x3FU));
+  }
+  if (c >= 0xE0 && c <= 0xEF && cont(1) && cont(2) && !(c == 0xE0 && b(1) < 0xA0) && !(c == 0xED && b(1) >= 0xA0)) {
+    len = 3;
+    return static_cast<long>(((c & 0x0FU) << 12) | ((b(1) & 0x3FU) << 6) | (b(2) & 0x3FU));
+  }
+  if (c >= 0xF0 && c <= 0xF4 && cont(1) && cont(2) && cont(3) && !(c == 0xF0 && b(1) < 0x90) &&
+      !(c == 0xF4 && b(1) >= 0x90)) {
+    len = 4;
+    return static_cast<long>(((c & 0x07U) << 18) | ((b(1) & 0x3FU) << 12) | ((b(2) & 0x3FU) << 6) | (b(3) & 0x3FU));
+  }
+  return -1;
+}
+
+// Unicode's Default_Ignorable_Code_Point, which Linux's casefolding drops from names.
+bool ignorable(long cp) {
+  static constexpr long k_ranges[][2] = {
+      {0x00AD, 0x00AD},   {0x034F, 0x034F},   {0x061C, 0x061C},   {0x115F, 0x1160}, {0x17B4, 0x17B5},
+      {0x180B, 0x180F},   {0x200B, 0x200F},   {0x202A, 0x202E},   {0x2060, 0x206F}, {0x3164, 0x3164},
+      {0xFE00, 0xFE0F},   {0xFEFF, 0xFEFF},   {0xFFA0, 0xFFA0},   {0xFFF0, 0xFFF8}, {0x1BCA0, 0x1BCA3},
+      {0x1D173, 0x1D17A}, {0xE0000, 0xE0FFF},
   };
+  for (const auto& r : k_ranges) {
+    if (cp >= r[0] && cp <= r[1]) return true;
+  }
+  return false;
+}
+
+// The characters whose full case folding (after canonical decomposition) is ASCII.
+const char* folds_to_ascii(long cp) {
+  switch (cp) {
+    case 0x017F: return "s";    // long s
+    case 0x00DF: return "ss";   // sharp s
+    case 0x1E9E: return "ss";   // capital sharp s
+    case 0x212A: return "k";    // Kelvin sign
+    case 0xFB00: return "ff";   // the Latin ligatures
+    case 0xFB01: return "fi";
+    case 0xFB02: return "fl";
+    case 0xFB03: return "ffi";
+    case 0xFB04: return "ffl";
+    case 0xFB05: return "st";
+    case 0xFB06: return "st";
+    default: return nullptr;
+  }
+}
+
+}  // namespace
+
+std::size_t guard_fold(const char* in, std::size_t n, char* out) {
   std::size_t o = 0;
   for (std::size_t i = 0; i < n;) {
     auto c = static_cast<unsigned char>(in[i]);
-    bool done = false;
-    if (c >= 0xC3) {
-      for (const auto& f : k_folds) {
-        std::size_t len = std::strlen(f.from);
-        if (i + len <= n && std::memcmp(in + i, f.from, len) == 0) {
-          for (const char* t = f.to; *t != '\0'; ++t) out[o++] = *t;  // never longer than `from`
-          i += len;
-          done = true;
-          break;
-        }
-      }
+    std::size_t len = 1;
+    long cp = c >= 0x80 ? utf8_at(in, i, n, len) : -1;
+    if (cp >= 0 && ignorable(cp)) {
+      i += len;
+      continue;
     }
-    if (!done) {
-      out[o++] = (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : static_cast<char>(c);
-      ++i;
+    if (const char* to = cp >= 0 ? folds_to_ascii(cp) : nullptr) {
+      for (; *to != '\0'; ++to) out[o++] = *to;  // never longer than the sequence it replaces
+      i += len;
+      continue;
     }
+    if (cp >= 0) {
+      std::memmove(out + o, in + i, len);  // `out` may be `in`, at or behind it
+      o += len;
+      i += len;
+      continue;
+    }
+    out[o++] = (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : static_cast<char>(c);
+    ++i;
   }
   out[o] = '\0';
   return o;
 }
 
 int guard_check(const GuardList& list, const char* full, bool is_mkdir, std::size_t* which) {
-  char want[PATH_MAX + 1], have[PATH_MAX + 1];
+  // Folded first: a path longer than a guarded one may fold to it.
+  char want[k_path_buf], have[k_path_buf];
   std::size_t n = std::strlen(full);
-  if (n > PATH_MAX) return 0;  // longer than any guarded path
+  if (n >= sizeof want) return 0;  // the caller's Buf holds no more
   n = guard_fold(full, n, want);
   for (std::size_t i = 0; i < list.count; ++i) {
     std::size_t len = std::strlen(list.paths[i]);
-    if (len > PATH_MAX) continue;
+    if (len >= sizeof have) continue;
     guard_fold(list.paths[i], len, have);
     if (std::strcmp(have, want) == 0 || (!is_mkdir && std::strncmp(have, want, n) == 0 && have[n] == '/')) {
       if (which != nullptr) *which = i;

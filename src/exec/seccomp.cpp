@@ -44,8 +44,9 @@ constexpr unsigned long k_tioclinux = 0x541C;
 // File-system ioctls that give a path a new name, beside the calls the create guard
 // traps, and copy a whole tree (past --deny-read mounts): btrfs's subvolume and snapshot
 // creation (BTRFS_IOC_SNAP_CREATE, _SUBVOL_CREATE, _SNAP_CREATE_V2, _SUBVOL_CREATE_V2),
-// ocfs2's OCFS2_IOC_REFLINK and bcachefs's BCH_IOCTL_SUBVOLUME_CREATE.
-constexpr unsigned long k_name_making_ioctls[] = {0x50009401, 0x5000940e, 0x50009417, 0x50009418, 0x40186f04, 0x4020bc10};
+// ocfs2's OCFS2_IOC_REFLINK and bcachefs's BCH_IOCTL_SUBVOLUME_CREATE and _CREATE_v2.
+constexpr unsigned long k_name_making_ioctls[] = {0x50009401, 0x5000940e, 0x50009417, 0x50009418,
+                                                  0x40186f04, 0x4020bc10, 0x4030bc1d};
 
 Result<std::vector<sock_filter>> export_bpf(scmp_filter_ctx ctx);
 

@@ -66,6 +66,8 @@ refused("mkdir .git/hooks", lambda: os.mkdir(".git/hooks"))
 refused("open O_CREAT .ba\u017fhrc (long s)", lambda: os.open(".ba\u017fhrc", W, 0o644))
 refused("mkdir .git/hoo\u212as (Kelvin sign)", lambda: os.mkdir(".git/hoo\u212as"))
 refused("symlink at .EnvRC", lambda: os.symlink("/etc/passwd", ".EnvRC"))
+refused("open O_CREAT .env\u200brc (zero-width space)", lambda: os.open(".env\u200brc", W, 0o644))
+refused("mkdir .git/hoo\u00adks (soft hyphen)", lambda: os.mkdir(".git/hoo\u00adks"))
 
 # Through symlinks the command makes.
 os.symlink(".envrc", "dangling")
@@ -353,5 +355,5 @@ os.mkdir("nd-dir", dir_fd=sd)
 check("... at a dirfd too", os.path.isfile("sub/nd-at-dirfd") and os.path.isdir("sub/nd-dir"))
 refused("... and is still refused the name", lambda: os.open(".envrc", W, 0o644))
 
-check("nothing protected exists", absent(".envrc", ".bashrc", ".config", ".git/hooks", ".ENVRC", ".ba\u017fhrc", ".git/hoo\u212as"))
+check("nothing protected exists", absent(".envrc", ".bashrc", ".config", ".git/hooks", ".ENVRC", ".ba\u017fhrc", ".git/hoo\u212as", ".env\u200brc", ".git/hoo\u00adks"))
 sys.exit(min(failures, 100))

@@ -200,6 +200,7 @@ static int do_syscall(const char *name) {
   else if (IS("ioctl_btrfs_subvol_create_v2")) r = syscall(__NR_ioctl, -1, 0xffffffff50009418UL, BAD);
   else if (IS("ioctl_ocfs2_reflink")) r = syscall(__NR_ioctl, -1, 0x40186f04UL, BAD);
   else if (IS("ioctl_bcachefs_subvolume_create")) r = syscall(__NR_ioctl, -1, 0x4020bc10UL, BAD);
+  else if (IS("ioctl_bcachefs_subvolume_create_v2")) r = syscall(__NR_ioctl, -1, 0x4030bc1dUL, BAD);
   /* Controls: calls that must not be filtered. */
   else if (IS("ioctl_fionread")) r = syscall(__NR_ioctl, -1, (unsigned long)FIONREAD, BAD);
   else if (IS("getpid")) r = syscall(__NR_getpid);

@@ -17,7 +17,7 @@ for name in mount umount2 pivot_root chroot move_mount open_tree fsopen fsconfig
   personality_read_implies_exec open_by_handle_at name_to_handle_at setns \
   ioctl_tiocsti ioctl_tiocsti_high ioctl_tiocsti_high1 ioctl_tioclinux ioctl_tioclinux_high \
   ioctl_btrfs_snap_create ioctl_btrfs_subvol_create ioctl_btrfs_snap_create_v2 ioctl_btrfs_subvol_create_v2 \
-  ioctl_ocfs2_reflink ioctl_bcachefs_subvolume_create; do
+  ioctl_ocfs2_reflink ioctl_bcachefs_subvolume_create ioctl_bcachefs_subvolume_create_v2; do
   zb -- "$PROBE" syscall "$name"; expect_rc 1 "$name refused with EPERM"
 done
 zb -- "$PROBE" syscall clone3; expect_rc 38 "clone3 refused with ENOSYS (so libc falls back to clone)"

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <cerrno>
+#include <climits>
 #include <cstring>
 #include <span>
 #include <string>
@@ -58,6 +59,14 @@ TEST_CASE("the create guard refuses guarded paths and whatever but mkdir stands 
   CHECK(guard_check(list, "/home/u/.config/\xEF\xAC\x81sh", false) == EACCES);
   CHECK(guard_check(list, "/p/.git/hoo\xE2\x84\xAAs", true) == EACCES);
   CHECK(guard_check(list, "/p/.git/hooks\xC3\xA9", false) == 0);  // é folds to nothing ASCII
+  CHECK(guard_check(list, "/p/.env\xE2\x80\x8Brc", false) == EACCES);  // a zero-width space
+  // A path longer than PATH_MAX that folds to a guarded one just shorter than it.
+  std::string root = "/" + std::string(PATH_MAX - 14, 'w');
+  std::string guarded = root + "/.git/hooks";  // PATH_MAX - 2 bytes
+  const char* deep[] = {guarded.c_str()};
+  std::string alias = root + "/.git/hoo\xE2\x84\xAA\xC5\xBF";  // Kelvin sign, long s: 3 bytes longer
+  REQUIRE(alias.size() > PATH_MAX);
+  CHECK(guard_check(zb::exec::GuardList{deep, 1}, alias.c_str(), false) == EACCES);
 }
 
 TEST_CASE("guard names fold as a case-insensitive file system folds them") {
@@ -77,6 +86,15 @@ TEST_CASE("guard names fold as a case-insensitive file system folds them") {
   CHECK(fold("\xEF\xAC\x85\xEF\xAC\x86") == "stst");            // U+FB05, U+FB06
   CHECK(fold("Jos\xC3\xA9") == "jos\xC3\xA9");                   // others stay as they are
   CHECK(fold("\xC5") == "\xC5");                                  // a cut sequence too
+  // Default-ignorable code points are dropped, as Linux's casefolding drops them: the
+  // zero-width space, the soft hyphen, a variation selector, a tag character.
+  CHECK(fold("hoo\xE2\x80\x8Bks") == "hooks");
+  CHECK(fold(".bash\xC2\xADrc") == ".bashrc");
+  CHECK(fold("hook\xEF\xB8\x8Fs") == "hooks");
+  CHECK(fold("hoo\xF3\xA0\x80\x81ks") == "hooks");
+  // Invalid UTF-8 (an overlong zero-width space, a surrogate) is opaque, as to the kernel.
+  CHECK(fold("a\xF0\x82\x80\x8B" "b") == "a\xF0\x82\x80\x8B" "b");
+  CHECK(fold("a\xED\xA0\x80" "b") == "a\xED\xA0\x80" "b");
   std::string in = ".Ba\xC5\xBFhrc";  // in place
   in.resize(guard_fold(in.data(), in.size(), in.data()));
   CHECK(in == ".bashrc");
