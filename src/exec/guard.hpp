@@ -92,8 +92,10 @@ bool serve_guard(int listener, GuardState& state);
 // exfat, a casefolded ext4 or tmpfs directory), so that .ENVRC or .baſhrc cannot stand
 // for .envrc or .bashrc there: ASCII letters lower-cased, and the few characters whose
 // Unicode case folding gives ASCII letters (ſ, ß, ẞ, the Kelvin sign, the ff..st
-// ligatures) replaced by them. On other file systems this refuses a few more names,
-// which nothing needs. Writes the folded form of in[0..n) to `out` (at most n bytes,
+// ligatures) replaced by them, and Unicode's default-ignorable code points (zero-width
+// space, soft hyphen, ...) dropped, as Linux's casefolding drops them; invalid UTF-8 is
+// kept as it is. On other file systems this refuses a few more names, which nothing
+// needs. Writes the folded form of in[0..n) to `out` (at most n bytes,
 // then a NUL; `out` may be `in`) and returns its length.
 std::size_t guard_fold(const char* in, std::size_t n, char* out);
 
