@@ -271,16 +271,21 @@ int read_str(Target& t, std::uint64_t addr, char* out) {
   return -ENAMETOOLONG;
 }
 
+// `fd` (-1: errno), looked up by the target's tid, if the target still waits: else the
+// tid may have named another thread.
+int if_alive(const Target& t, int fd) {
+  if (fd < 0) return -errno;
+  if (!t.alive()) {
+    ::close(fd);
+    return -ESRCH;
+  }
+  return fd;
+}
+
 // One of the target's fds, as an fd of ours.
 int take_fd(Target& t, int fd) {
   if (fd < 0) return -EBADF;
-  int got = static_cast<int>(::syscall(SYS_pidfd_getfd, t.pidfd(), fd, 0U));
-  if (got < 0) return -errno;
-  if (!t.alive()) {
-    ::close(got);
-    return -ESRCH;
-  }
-  return got;
+  return if_alive(t, static_cast<int>(::syscall(SYS_pidfd_getfd, t.pidfd(), fd, 0U)));
 }
 
 // The target's dirfd argument (AT_FDCWD: its working directory) as an fd of ours.
@@ -288,13 +293,7 @@ int open_dirfd(Target& t, int dirfd) {
   if (dirfd != AT_FDCWD) return take_fd(t, dirfd);
   Buf p;
   p.add("/proc/").num(static_cast<unsigned long>(t.tid)).add("/cwd");
-  int fd = ::open(p.s, O_PATH | O_CLOEXEC);
-  if (fd < 0) return -errno;
-  if (!t.alive()) {
-    ::close(fd);
-    return -ESRCH;
-  }
-  return fd;
+  return if_alive(t, ::open(p.s, O_PATH | O_CLOEXEC));
 }
 
 // "/proc/self/fd/N" of ours for an fd of ours.
@@ -547,9 +546,7 @@ struct Made {
     name[len] = '\0';
   }
   void undo(int fd) const {
-    struct stat a {}, b {};
-    if (!dir || ::fstat(fd, &a) != 0 || ::fstatat(dir.get(), name, &b, AT_SYMLINK_NOFOLLOW) != 0) return;
-    if (a.st_dev == b.st_dev && a.st_ino == b.st_ino) ::unlinkat(dir.get(), name, 0);
+    if (dir) undo_new(fd, dir.get(), name);
   }
 };
 

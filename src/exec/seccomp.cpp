@@ -10,9 +10,7 @@
 #include <unistd.h>
 
 #include <cstring>
-#include <iterator>
 #include <memory>
-#include <vector>
 
 #include "util/fd.hpp"
 
@@ -39,14 +37,14 @@ constexpr const char* k_denied[] = {
     "iopl", "ioperm", "uselib", "nfsservctl", "fanotify_init"};
 
 constexpr long k_open_tree_attr = 467;  // Linux 6.15; unknown to libseccomp 2.5
-constexpr unsigned long k_tiocsti = 0x5412;
-constexpr unsigned long k_tioclinux = 0x541C;
-// File-system ioctls that give a path a new name, beside the calls the create guard
-// traps, and copy a whole tree (past --deny-read mounts): btrfs's subvolume and snapshot
-// creation (BTRFS_IOC_SNAP_CREATE, _SUBVOL_CREATE, _SNAP_CREATE_V2, _SUBVOL_CREATE_V2),
-// ocfs2's OCFS2_IOC_REFLINK and bcachefs's BCH_IOCTL_SUBVOLUME_CREATE and _CREATE_v2.
-constexpr unsigned long k_name_making_ioctls[] = {0x50009401, 0x5000940e, 0x50009417, 0x50009418,
-                                                  0x40186f04, 0x4020bc10, 0x4030bc1d};
+// Refused ioctl requests. Typing into the terminal's input queue (TIOCSTI) and the Linux
+// console's ioctl (TIOCLINUX) are live escapes to the caller's shell. The file-system
+// ioctls that give a path a new name, beside the calls the create guard traps, and copy
+// a whole tree (past --deny-read mounts): btrfs's subvolume and snapshot creation
+// (BTRFS_IOC_SNAP_CREATE, _SUBVOL_CREATE, _SNAP_CREATE_V2, _SUBVOL_CREATE_V2), ocfs2's
+// OCFS2_IOC_REFLINK and bcachefs's BCH_IOCTL_SUBVOLUME_CREATE and _CREATE_v2.
+constexpr unsigned long k_refused_ioctls[] = {0x5412, 0x541C, 0x50009401, 0x5000940e, 0x50009417,
+                                              0x50009418, 0x40186f04, 0x4020bc10, 0x4030bc1d};
 
 Result<std::vector<sock_filter>> export_bpf(scmp_filter_ctx ctx);
 
@@ -118,11 +116,8 @@ Result<std::vector<sock_filter>> build_seccomp_filter(bool for_guard) {
         !r)
       return std::unexpected(r.error());
   }
-  // Typing into the terminal's input queue (TIOCSTI) and the Linux console's ioctl are
-  // live escapes to the caller's shell. The kernel compares only the low 32 bits of cmd.
-  std::vector<unsigned long> ioctls{k_tiocsti, k_tioclinux};
-  ioctls.insert(ioctls.end(), std::begin(k_name_making_ioctls), std::end(k_name_making_ioctls));
-  for (unsigned long cmd : ioctls) {
+  // The kernel compares only the low 32 bits of cmd.
+  for (unsigned long cmd : k_refused_ioctls) {
     if (auto r = check(seccomp_rule_add(ctx.get(), eperm, SCMP_SYS(ioctl), 1, SCMP_A1(SCMP_CMP_MASKED_EQ, 0xFFFFFFFFu, cmd)),
                        "ioctl");
         !r)

@@ -16,6 +16,23 @@
 
 namespace zb::path {
 
+namespace {
+
+// The non-empty components of p, "." and ".." included.
+std::vector<std::string_view> components(std::string_view p) {
+  std::vector<std::string_view> out;
+  std::size_t i = 0;
+  while (i < p.size()) {
+    std::size_t j = p.find('/', i);
+    if (j == std::string_view::npos) j = p.size();
+    if (j > i) out.push_back(p.substr(i, j - i));
+    i = j + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
 std::string join(std::string_view a, std::string_view b) {
   std::string out(a);
   while (!b.empty() && b.front() == '/') b.remove_prefix(1);
@@ -27,20 +44,13 @@ std::string join(std::string_view a, std::string_view b) {
 
 std::string normalize(std::string_view p) {
   std::vector<std::string_view> parts;
-  size_t i = 0;
-  while (i < p.size()) {
-    while (i < p.size() && p[i] == '/') ++i;
-    size_t j = i;
-    while (j < p.size() && p[j] != '/') ++j;
-    std::string_view part = p.substr(i, j - i);
-    if (part.empty() || part == ".") {
-      // skip
-    } else if (part == "..") {
+  for (std::string_view part : components(p)) {
+    if (part == ".") continue;
+    if (part == "..") {
       if (!parts.empty()) parts.pop_back();
     } else {
       parts.push_back(part);
     }
-    i = j;
   }
   std::string out;
   for (auto part : parts) {
@@ -144,19 +154,8 @@ Result<bool> is_empty_dir(const std::string& p) {
 
 LinkWalk walk_links(const std::string& abs) {
   LinkWalk w;
-  auto split = [](const std::string& p) {
-    std::vector<std::string> out;
-    std::size_t i = 0;
-    while (i < p.size()) {
-      std::size_t j = p.find('/', i);
-      if (j == std::string::npos) j = p.size();
-      if (j > i) out.push_back(p.substr(i, j - i));
-      i = j + 1;
-    }
-    return out;
-  };
   std::deque<std::string> pending;  // components still to walk
-  for (auto& c : split(abs)) pending.push_back(std::move(c));
+  for (auto c : components(abs)) pending.emplace_back(c);
   std::string cur = "/";
   std::string first_missing;
   bool absent = false;
@@ -195,7 +194,7 @@ LinkWalk walk_links(const std::string& abs) {
       continue;
     }
     std::string t(buf, static_cast<std::size_t>(n));
-    auto comps = split(t);
+    auto comps = components(t);
     pending.insert(pending.begin(), comps.begin(), comps.end());
     if (t[0] == '/') cur = "/";
   }
