@@ -7,6 +7,8 @@
 // another. Commands are started with posix_spawn (stdout to /dev/null) and timed from
 // spawn to waitpid. Prints, per command, the median and quartiles in ms, and the median
 // of the per-round differences to the first command (a paired comparison).
+// INTERLEAVE_PREPARE=SCRIPT runs `/bin/sh -c SCRIPT` untimed before every timed command
+// (as hyperfine's --prepare does), e.g. to move the last run's output out of the way.
 // Build: cc -O2 -o interleave bench/interleave.c
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -35,6 +37,20 @@ static double run_once(char** argv, const posix_spawn_file_actions_t* fa) {
   struct timespec a, b;
   pid_t pid;
   int st;
+  const char* prep = getenv("INTERLEAVE_PREPARE");
+  if (prep != NULL && *prep != '\0') {
+    char* sh[] = {"/bin/sh", "-c", (char*)prep, NULL};
+    if (posix_spawn(&pid, sh[0], fa, NULL, sh, environ) != 0) {
+      fprintf(stderr, "interleave: cannot start /bin/sh\n");
+      exit(2);
+    }
+    while (waitpid(pid, &st, 0) < 0) {
+    }
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+      fprintf(stderr, "interleave: the prepare script failed (status %d)\n", st);
+      exit(1);
+    }
+  }
   clock_gettime(CLOCK_MONOTONIC, &a);
   if (posix_spawn(&pid, argv[0], fa, NULL, argv, environ) != 0) {
     fprintf(stderr, "interleave: cannot start %s\n", argv[0]);

@@ -466,18 +466,46 @@ void reply(int listener, std::uint64_t id, int err) {
   ::ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &r);
 }
 
-// false when the command was not given the fd: it could not take it (EMFILE, say: then
-// it gets that error), or the caller no longer waits (killed), when a tid looked up
-// before may have named another thread.
-bool reply_fd(int listener, std::uint64_t id, int fd, bool cloexec) {
+// Hands `fd` over as the call's result: 0, or why the command was not given it, the call
+// then not answered yet: it could not take it (EMFILE, say), or ENOENT when the caller no
+// longer waits (killed; a tid looked up before may then have named another thread).
+int hand_over(int listener, std::uint64_t id, int fd, bool cloexec) {
   seccomp_notif_addfd a{};
   a.id = id;
   a.flags = SECCOMP_ADDFD_FLAG_SEND;
   a.srcfd = static_cast<std::uint32_t>(fd);
   a.newfd_flags = cloexec ? O_CLOEXEC : 0;
-  if (::ioctl(listener, SECCOMP_IOCTL_NOTIF_ADDFD, &a) >= 0) return true;
-  if (errno != ENOENT) reply(listener, id, errno);
-  return false;
+  return ::ioctl(listener, SECCOMP_IOCTL_NOTIF_ADDFD, &a) >= 0 ? 0 : errno;
+}
+
+// The same for a file made new for the call: if the command cannot have it, it is removed
+// (as the kernel makes nothing then) before the command learns why.
+template <class Undo>
+void hand_over_new(int listener, std::uint64_t id, int fd, bool cloexec, Undo undo) {
+  int err = hand_over(listener, id, fd, cloexec);
+  if (err == 0) return;
+  undo();
+  if (err != ENOENT) reply(listener, id, err);
+}
+
+// Lets the caller's system call go on as it was made: true, or false when the caller no
+// longer waits.
+bool go_on(int listener, std::uint64_t id) {
+  seccomp_notif_resp r{};
+  r.id = id;
+  r.flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
+  return ::ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &r) == 0;
+}
+
+// Whether the owner of a file init just made (init's fsuid, which is the command's) may
+// open it with `flags`: the kernel does not ask that of an open that made the file, but
+// the command's own open of it does.
+bool owner_may(int fd, int flags) {
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) return false;
+  int acc = flags & O_ACCMODE;
+  mode_t need = acc == O_RDONLY ? S_IRUSR : acc == O_WRONLY ? S_IWUSR : S_IRUSR | S_IWUSR;
+  return (st.st_mode & need) == need;
 }
 
 // Removes a file made new (O_EXCL) as `path` relative to `at` for a call that did not get
@@ -528,7 +556,8 @@ void open_in_child(int listener, std::uint64_t id, int file, int flags) {
     if (fd < 0) {
       reply(listener, id, errno);
     } else {
-      reply_fd(listener, id, fd, (flags & O_CLOEXEC) != 0);
+      int err = hand_over(listener, id, fd, (flags & O_CLOEXEC) != 0);
+      if (err != 0 && err != ENOENT) reply(listener, id, err);
     }
     ::_exit(0);
   }
@@ -829,16 +858,37 @@ bool fast_path(int listener, Target& t, const seccomp_notif& req, const char* pa
     set_umask(t.umask());
     int fd = static_cast<int>(::syscall(SYS_openat2, at, path, &how, sizeof how));
     if (fd < 0) {
-      // An existing name, a symlink or magic link on the way, an fd of init's where the
-      // command's was meant (/dev/fd/N through a symlink): the full way says what the
-      // kernel would have.
       if (errno == EEXIST && (flags & O_EXCL) != 0) {
         reply(listener, req.id, EEXIST);
         return true;
       }
+      // An existing name that is not a symlink: the command's own open() finds it and
+      // makes nothing, as it would have without O_CREAT (see below).
+      struct stat there {};
+      if (errno == EEXIST && st.command_makes_no_files && ::fstatat(at, path, &there, AT_SYMLINK_NOFOLLOW) == 0 &&
+          !S_ISLNK(there.st_mode)) {
+        go_on(listener, req.id);
+        return true;
+      }
+      // A symlink or magic link on the way, an fd of init's where the command's was meant
+      // (/dev/fd/N through a symlink): the full way says what the kernel would have.
       return false;
     }
-    if (!reply_fd(listener, req.id, fd, (flags & O_CLOEXEC) != 0)) undo_new(fd, at, path);  // new, not handed over
+    // Handing the file over costs two wake-ups more than an answer does (the command
+    // installs the fd while init waits). Where the command can make no regular file
+    // itself, its own open() may go on instead and open the file init made: whatever its
+    // path leads to by then (another thread may rewrite the string or move a directory),
+    // it can only open what it could open without O_CREAT, or fail. Not with O_EXCL (the
+    // file is there now); not when the new file's mode would refuse the command the access
+    // it asked for, which the kernel gives a file's creator; and not with O_TRUNC, which
+    // on a file the open did not make truncates it: on ext4 and XFS a file truncated,
+    // written and closed is flushed at close (the rename-over-truncate heuristic), which
+    // costs more than the wake-ups.
+    if (!st.command_makes_no_files || (flags & (O_EXCL | O_TRUNC)) != 0 || !owner_may(fd, flags)) {
+      hand_over_new(listener, req.id, fd, (flags & O_CLOEXEC) != 0, [&] { undo_new(fd, at, path); });
+    } else if (!go_on(listener, req.id)) {
+      undo_new(fd, at, path);  // the caller is gone
+    }
     ::close(fd);
     return true;
   }
@@ -866,10 +916,7 @@ void handle(int listener, GuardState& state, const seccomp_notif& req) {
   if (req.data.arch != AUDIT_ARCH_X86_64) return reply(listener, req.id, ENOSYS);
   if (nr == SYS_umask) {
     state.umask_changed = true;
-    seccomp_notif_resp r{};
-    r.id = req.id;
-    r.flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
-    ::ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &r);
+    go_on(listener, req.id);
     // The kernel sets the new umask after this answer. Until /proc shows it, another
     // thread sharing it could be read with the old one: wait (serving nothing else), then
     // forget every umask read so far. If it does not show, none is remembered again.
@@ -939,7 +986,7 @@ void handle(int listener, GuardState& state, const seccomp_notif& req) {
       int fd = do_open(t, listener, req.id, dirfd, p1, flags, mode, made);
       if (fd == k_replied) return;
       if (fd < 0) return reply(listener, req.id, -fd);
-      if (!reply_fd(listener, req.id, fd, (flags & O_CLOEXEC) != 0)) made.undo(fd);
+      hand_over_new(listener, req.id, fd, (flags & O_CLOEXEC) != 0, [&] { made.undo(fd); });
       ::close(fd);
       return;
     }
@@ -1125,7 +1172,7 @@ bool prepare_guard(const GuardList& in, int report_fd, GuardState& out) {
   mode_t um = ::umask(022);
   ::umask(um);
   auto* reported = reinterpret_cast<unsigned char*>(pool);
-  out = GuardState{{paths, in.count}, names, slots - 1, leaves, slots - 1, um, false, false, 0, {}, 0, reported, report_fd};
+  out = GuardState{{paths, in.count}, names, slots - 1, leaves, slots - 1, um, false, false, 0, {}, 0, reported, report_fd, false};
   for (auto& e : out.seen) e = {0, -1, 0, 0, 0};
   return true;
 }

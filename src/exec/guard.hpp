@@ -70,6 +70,9 @@ struct GuardState {
   unsigned next_seen;
   unsigned char* reported;  // per path: a refusal was reported on report_fd
   int report_fd;
+  // The command's Landlock domain refuses it every new regular file (forbid_making_files):
+  // an open() it goes on with cannot make one, wherever its path leads by then.
+  bool command_makes_no_files;
 };
 
 // Copies `in` into a private mapping of init's (the caller's memory may go), with the

@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -14,9 +15,11 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 
 #include "exec/caps.hpp"
+#include "exec/landlock.hpp"
 #include "exec/netns.hpp"
 #include "exec/seccomp.hpp"
 #include "exec/signals.hpp"
@@ -26,6 +29,7 @@ namespace {
 
 volatile sig_atomic_t g_command = 0;
 volatile int g_guard_err = 0;  // set by the vfork()ed child, which shares our memory
+volatile int g_command_makes_no_files = 0;  // ... as is this (forbid_making_files())
 
 void on_child(int) {}
 
@@ -50,6 +54,8 @@ int start_guard(const InitArgs& a, int channel) {
   }
   if (send_fd(channel, listener) != 0) g_guard_err = errno;
   ::close(listener);
+  // Best effort: without it, init hands every new file over itself (SECCOMP_IOCTL_NOTIF_ADDFD).
+  if (forbid_making_files() == 0) g_command_makes_no_files = 1;
   return 0;
 }
 
@@ -156,10 +162,20 @@ void run_init(const InitArgs& a) {
   if (guard_pair[0] >= 0) {
     listener = receive_fd(guard_pair[0], MSG_DONTWAIT);
     ::close(guard_pair[0]);
+    guard.command_makes_no_files = g_command_makes_no_files != 0;
+    // Linux 6.6: a call wakes init on the caller's CPU, and init's answer wakes the caller
+    // on init's, each a switch on one CPU instead of a wake-up of another (an
+    // inter-processor interrupt, which a VM pays dearly for). Older kernels refuse it.
+    if (listener >= 0) {
+      constexpr unsigned long k_notif_set_flags = _IOW('!', 4, std::uint64_t);  // SECCOMP_IOCTL_NOTIF_SET_FLAGS
+      constexpr std::uint64_t k_sync_wake_up = 1;  // SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP
+      (void)::ioctl(listener, k_notif_set_flags, k_sync_wake_up);
+    }
     ::close(guard_pair[1]);
   }
   if (a.n_guard_filter != 0 && a.guard.count != 0) {
-    send_msg(a.report_fd, k_msg_guard, 0, 0, listener >= 0 ? 0 : (g_guard_err != 0 ? g_guard_err : EIO), listener >= 0 ? 1 : 0);
+    send_msg(a.report_fd, k_msg_guard, 0, guard.command_makes_no_files ? 1 : 0,
+             listener >= 0 ? 0 : (g_guard_err != 0 ? g_guard_err : EIO), listener >= 0 ? 1 : 0);
   }
   g_command = pid;
   ::sigprocmask(SIG_UNBLOCK, &fwd, nullptr);

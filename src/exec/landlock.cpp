@@ -138,6 +138,17 @@ int apply_landlock(const FlatLandlock& plan, int tty_dir_fd, int& failed_rule) {
   return rc == 0 ? 0 : -1;
 }
 
+int forbid_making_files() {
+  RulesetAttr attr{k_make_reg, 0, 0};
+  int ruleset = static_cast<int>(::syscall(k_sys_create, &attr, sizeof(uint64_t), 0));
+  if (ruleset < 0) return -1;
+  long rc = ::syscall(k_sys_restrict, ruleset, 0);
+  int err = errno;
+  ::close(ruleset);
+  errno = err;
+  return rc == 0 ? 0 : -1;
+}
+
 std::string describe(const LandlockPlan& plan) {
   if (plan.abi <= 0) return "landlock: unavailable";
   std::string s = "landlock: ABI " + std::to_string(plan.abi) + ", writes allowed under";

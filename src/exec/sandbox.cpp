@@ -477,7 +477,8 @@ SandboxResult run_sandbox(const SandboxSpec& spec, const std::function<void(long
         if (started) break;
         guarded = m.value == 1;
         res.notes.push_back(guarded ? "create guard: " + std::to_string(spec.guarded.size()) +
-                                          " absent protected paths and pinned links refused by seccomp user notification"
+                                          " absent protected paths and pinned links refused by seccomp user notification" +
+                                          (m.index == 1 ? "; the command makes no regular file itself (landlock)" : "")
                                     : std::string("create guard: unavailable (") + std::strerror(m.err) +
                                           "); absent protected paths are moved aside instead");
         break;

@@ -250,9 +250,15 @@ bool execute_plan(const FlatPlan& plan, const char* staging, const char* cwd, Mo
     }
     helper = -1;
   };
+  const char* skipped_at = nullptr;  // dst of the last op skipped
   for (std::size_t i = 0; i < plan.n_ops; ++i) {
     const FlatOp& op = plan.ops[i];
     if (helper > 0 && op.kind == OpKind::Overlay && attach_prepared(plan, i, helper)) continue;
+    // A bind that was skipped leaves no mount to make read-only there: the next mount up
+    // (the new root, made read-only last) is not this op's to change.
+    if (op.kind == OpKind::ReadOnly && op.optional && skipped_at != nullptr && std::strcmp(op.dst, skipped_at) == 0) {
+      continue;
+    }
     if (run_op(op) == 0) continue;
     // "Optional" covers only a path this kernel or host does not have; any other
     // failure of a protective mount is fatal (fail closed).
@@ -262,6 +268,7 @@ bool execute_plan(const FlatPlan& plan, const char* staging, const char* cwd, Mo
       errno = err;
       return failed(f, MountStep::Op, static_cast<int32_t>(i));
     }
+    skipped_at = op.dst;
     if (report.n_skipped < MountReport::k_max_skipped) {
       report.skipped[report.n_skipped] = static_cast<int32_t>(i);
       report.skipped_err[report.n_skipped] = errno;

@@ -48,18 +48,21 @@ class Builder {
     op({.kind = OpKind::File, .dst = in_new(host_path), .mode = 0444});
   }
 
-  // A read-only view of one host directory with no mounts below it.
-  void ro_overlay(const std::string& host_path) {
+  // A read-only view of one host directory with no mounts below it. `gone_ok`: where it
+  // covers a read-only skeleton directory, a host directory gone since the plan was made
+  // (a mount taken down meanwhile) leaves that directory empty instead of failing.
+  void ro_overlay(const std::string& host_path, bool gone_ok = false) {
     op({.kind = OpKind::Overlay,
         .dst = in_new(host_path),
         .data = "lowerdir=" + overlay_escape(in_old(host_path)) + ":" + k_empty_dir,
-        .flags = k_ro_flags});
+        .flags = k_ro_flags,
+        .optional = gone_ok});
   }
 
-  // A read-only view of a host file.
-  void ro_file(const std::string& host_path) {
-    op({.kind = OpKind::Bind, .src = in_old(host_path), .dst = in_new(host_path)});
-    op({.kind = OpKind::ReadOnly, .dst = in_new(host_path)});
+  // A read-only view of a host file; `gone_ok` as above.
+  void ro_file(const std::string& host_path, bool gone_ok = false) {
+    op({.kind = OpKind::Bind, .src = in_old(host_path), .dst = in_new(host_path), .optional = gone_ok});
+    op({.kind = OpKind::ReadOnly, .dst = in_new(host_path), .optional = gone_ok});
   }
 
   // A read-only view of the host tree at host_path, whose mount point already exists in
@@ -79,7 +82,7 @@ class Builder {
     }
     if (S_ISREG(st.st_mode)) {
       file_mountpoint(host_path);
-      ro_file(host_path);
+      ro_file(host_path, true);
       return;
     }
     if (!S_ISDIR(st.st_mode)) return;  // sockets, fifos and devices are left out
@@ -95,7 +98,7 @@ class Builder {
         auto e = path::is_empty_dir(host_path);
         empty = e && *e;
       }
-      if (!empty) ro_overlay(host_path);
+      if (!empty) ro_overlay(host_path, true);
       return;
     }
     for (const auto& name : list_dir(host_path)) {

@@ -285,6 +285,61 @@ check("200 files in a new tree", len(os.listdir("a/b/c/d")) == 200)
 os.rename("a", "renamed")
 check("rename of a tree", os.path.isfile("renamed/b/c/d/f7"))
 
+# Where the name exists (init made it, or it was there), the command's own open() goes on
+# (SECCOMP_USER_NOTIF_FLAG_CONTINUE); its Landlock domain refuses it any new regular file,
+# so a thread rewriting the string between init's look and that open gets nothing.
+with open("race2-ok", "w") as f:
+    f.write("x")
+for extra, label in [(0, "O_WRONLY"), (os.O_TRUNC, "O_TRUNC"), (os.O_APPEND, "O_APPEND")]:
+    buf = ctypes.create_string_buffer(64)
+    ok_name, bad_name = b"race2-ok", b".bashrc"
+    stop = False
+    th = threading.Thread(target=flip)
+    th.start()
+    for _ in range(2000):
+        fd = libc.open(buf, W | extra, 0o644)
+        if fd >= 0:
+            os.close(fd)
+    stop = True
+    th.join()
+    check(f"racing thread, existing name, {label}: the name never created", absent(".bashrc"))
+with open("grown", "w") as f:
+    f.write("some longer content")
+fd = os.open("grown", W | os.O_TRUNC, 0o644)
+os.close(fd)
+check("O_CREAT|O_TRUNC on an existing file truncates it", os.path.getsize("grown") == 0)
+fd = os.open("grown", W | os.O_APPEND, 0o644)
+os.write(fd, b"one")
+os.close(fd)
+fd = os.open("grown", W | os.O_APPEND, 0o644)
+os.write(fd, b"two")
+os.close(fd)
+check("O_CREAT|O_APPEND appends", open("grown").read() == "onetwo", open("grown").read())
+fd = os.open("/dev/null", W, 0o644)
+check("O_CREAT on /dev/null", os.write(fd, b"x") == 1)
+os.close(fd)
+fd = os.open("ro-new", W, 0o444)
+check("a new file whose mode refuses writing is still written by its creator", os.write(fd, b"x") == 1)
+os.close(fd)
+check("... and keeps that mode", os.stat("ro-new").st_mode & 0o777 == 0o444, oct(os.stat("ro-new").st_mode))
+fd = os.open("new-no-trunc", W, 0o640)
+os.write(fd, b"data")
+os.close(fd)
+check("a new file without O_TRUNC: its mode and data", os.stat("new-no-trunc").st_mode & 0o777 == 0o640
+      and open("new-no-trunc").read() == "data")
+if os.geteuid() != 0 or not os.access("ro-new", os.W_OK):
+    refused("O_CREAT for writing on an existing read-only file: the kernel's EACCES", lambda: os.open("ro-new", W, 0o644))
+import resource
+soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+probe = os.open("/dev/null", os.O_RDONLY)
+os.close(probe)
+resource.setrlimit(resource.RLIMIT_NOFILE, (probe, hard))
+try:
+    refused("no free fd: EMFILE", lambda: os.open("emfile-new", W | os.O_TRUNC, 0o644), (errno.EMFILE,))
+finally:
+    resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+check("... and no file left behind (O_TRUNC)", not os.path.lexists("emfile-new"))
+
 # O_CREAT on an existing directory makes nothing: the kernel's answers, not refusals,
 # even where the directory stands on the way of guarded paths (R, .git).
 refused("O_CREAT on the protected root itself is EISDIR", lambda: os.open(R, W, 0o644), (errno.EISDIR,))

@@ -36,6 +36,7 @@ expect_eq "$(tree_state "$R" | grep -v '^\./\.git|d|')" "$(printf '%s\n' "$befor
 # notification, exec/guard.hpp) refuses to make them, whatever the spelling.
 zb --debug "$AW" -C "$R" -- true
 expect_contains "$ERR" "refused by seccomp user notification" "the create guard runs"
+expect_contains "$ERR" "the command makes no regular file itself (landlock)" "the command's own Landlock layer refuses it new files"
 for f in .envrc .mcp.json .gitmodules .profile .zshrc .npmrc .gitconfig .idea .cursor; do
   zb "$AW" -C "$R" -- "$PROBE" create "$R/$f"; expect_refused "protected $f that did not exist: creation refused"
   zb "$AW" -C "$R" -- sh -c "echo evil > '$R/$f' || mkdir '$R/$f' || ln -s /etc/passwd '$R/$f' || exit 0; exit 1"

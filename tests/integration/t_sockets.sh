@@ -72,18 +72,25 @@ if [ -d /run ] && [ -w /run ] && [ "$MODE" = root ]; then
   zb --allow-write -- "$PROBE" connect-unix "$S4"; expect_rc_not 0 "bare --allow-write: socket in /run unreachable"
   # A mount below /run (`ip netns add` makes one) rules out an overlay of /run: its view
   # over the writable root must still leave the socket unreachable (once a recursive bind).
+  # The mount is made in a mount namespace of each run's own (zb_run_mnt), so that the
+  # tests running beside this one never see it come and go.
   T_RUN_MNT=/run/zbint-mnt-$UNIQ
-  mkdir "$T_RUN_MNT" && mount -t tmpfs zbint "$T_RUN_MNT" && echo x > "$T_RUN_MNT/f"
-  trap 'umount "$T_RUN_MNT" 2>/dev/null; rmdir "$T_RUN_MNT" 2>/dev/null; rm -f "$T_RUN_SOCK"; _cleanup' EXIT
-  zb --allow-write -- "$PROBE" connect-unix "$S4"
+  mkdir "$T_RUN_MNT"
+  trap 'rmdir "$T_RUN_MNT" 2>/dev/null; rm -f "$T_RUN_SOCK"; _cleanup' EXIT
+  zb_run_mnt() {
+    run unshare --mount --propagation private sh -c 'mount -t tmpfs zbint "$1" && echo x >"$1/f" && shift && exec "$@"' \
+      sh "$T_RUN_MNT" "$ZEROBOX" "$@"
+  }
+  zb_run_mnt --allow-write -- "$PROBE" connect-unix "$S4"
   expect_rc_not 0 "bare --allow-write, a mount below /run: socket in /run unreachable"
-  zb -A -- "$PROBE" connect-unix "$S4"; expect_rc_not 0 "-A, a mount below /run: socket in /run unreachable"
-  zb --allow-write -- cat "$T_RUN_MNT/f"; expect_rc 0 "bare --allow-write, a mount below /run: it is shown"
+  zb_run_mnt -A -- "$PROBE" connect-unix "$S4"; expect_rc_not 0 "-A, a mount below /run: socket in /run unreachable"
+  zb_run_mnt --allow-write -- cat "$T_RUN_MNT/f"; expect_rc 0 "bare --allow-write, a mount below /run: it is shown"
   expect_out x "bare --allow-write, a mount below /run: its files are shown"
-  zb --allow-write -- "$PROBE" write "$T_RUN_MNT/g"; expect_rc_not 0 "bare --allow-write, a mount below /run: it stays read-only"
-  zb --allow-write -- "$PROBE" write "/run/zbint-new-$UNIQ"; expect_rc_not 0 "bare --allow-write, a mount below /run: /run stays read-only"
+  zb_run_mnt --allow-write -- "$PROBE" write "$T_RUN_MNT/g"; expect_rc_not 0 "bare --allow-write, a mount below /run: it stays read-only"
+  zb_run_mnt --allow-write -- "$PROBE" write "/run/zbint-new-$UNIQ"; expect_rc_not 0 "bare --allow-write, a mount below /run: /run stays read-only"
   expect_absent "/run/zbint-new-$UNIQ" "bare --allow-write, a mount below /run: nothing was written to the host's /run"
-  umount "$T_RUN_MNT"; rmdir "$T_RUN_MNT"
+  expect_absent "$T_RUN_MNT/g" "bare --allow-write, a mount below /run: nothing written under it on the host"
+  rmdir "$T_RUN_MNT"
 fi
 
 # Abstract sockets.

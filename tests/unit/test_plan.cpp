@@ -76,6 +76,36 @@ TEST_CASE("a directory with mounts below it becomes a skeleton walked one level 
   CHECK(find(plan, OpKind::Overlay, "/newroot" + (t / "a/empty")) < 0);
 }
 
+TEST_CASE("a host path gone before its read-only mount is skipped on the skeleton, never over a writable bind") {
+  test::TempDir t;
+  test::mkdirs(t / "a/b");
+  test::mkdirs(t / "a/c");
+  test::write_file(t / "a/c/file", "x");
+  test::write_file(t / "a/top", "x");
+  test::mkdirs(t / "w/ro");
+  test::write_file(t / "w/ro/file", "x");
+  overlay::MountTable m = host_like();
+  m.targets.insert(t / "a/b");
+  policy::FsRules fs;
+  fs.read_restricted = true;
+  fs.readable = {t / "a"};
+  fs.writable = {t / "w"};
+  fs.read_only = {t / "w/ro"};
+  auto plan = overlay::build_plan(fs, m, "/", {});
+  auto op_at = [&](OpKind kind, const std::string& dst) -> const overlay::Op& {
+    long i = find(plan, kind, dst);
+    REQUIRE(i >= 0);
+    return plan.ops[static_cast<size_t>(i)];
+  };
+  // On the read-only skeleton (sealed last), a host mount taken down meanwhile leaves an
+  // empty directory or file.
+  CHECK(op_at(OpKind::Overlay, "/newroot" + (t / "a/c")).optional);
+  CHECK(op_at(OpKind::Bind, "/newroot" + (t / "a/top")).optional);
+  CHECK(op_at(OpKind::ReadOnly, "/newroot" + (t / "a/top")).optional);
+  // Over a writable bind, the read-only view is what protects: it must be there.
+  CHECK_FALSE(op_at(OpKind::Overlay, "/newroot" + (t / "w/ro")).optional);
+}
+
 TEST_CASE("with mounts below /var/tmp, nothing is built there for the scratch layer to cover") {
   char tmpl[] = "/var/tmp/zerobox-unit-XXXXXX";  // an entry of /var/tmp, which the walk would show
   REQUIRE(::mkdtemp(tmpl) != nullptr);
