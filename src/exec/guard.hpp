@@ -13,9 +13,12 @@
 // reads each string once, resolves the parent directory to an fd, checks the real path
 // of that fd, and acts on the fd. It serves one call at a time, and every call that can
 // move a directory comes through it, so nothing in the sandbox can rename a checked
-// parent between the check and the act.
+// parent between the check and the act. The one exception: the command's Landlock
+// domain has a layer more than init's, which refuses it every new regular file
+// (forbid_making_files), so an open() whose name exists by then (init may just have made
+// it) goes on as the command's own: it can open only what it could without O_CREAT.
 //
-// init runs with the command's uid, Landlock domain, mounts, umask (read per call) and
+// init runs with the command's uid, mounts, the rest of its Landlock domain, umask (read per call) and
 // no capability but CAP_SYS_PTRACE (to read the memory of a command that made itself
 // non-dumpable). It resolves paths without following /proc magic links, after putting
 // the command's own /proc/self, /proc/thread-self, /dev/fd and /dev/std* in place, and
