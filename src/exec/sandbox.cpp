@@ -138,7 +138,7 @@ const FlatSpec* flatten(const SandboxSpec& spec, SharedArena& a) {
   auto* ops = a.array<overlay::FlatOp>(plan.ops.size());
   for (std::size_t i = 0; ops != nullptr && i < plan.ops.size(); ++i) {
     const auto& op = plan.ops[i];
-    ops[i] = {op.kind, op.recursive, op.optional, op.mode, op.flags, a.str(op.src), a.str(op.dst), a.str(op.data)};
+    ops[i] = {op.kind, op.recursive, op.optional, op.hides, op.mode, op.flags, a.str(op.src), a.str(op.dst), a.str(op.data)};
   }
   auto* files = a.array<overlay::FlatFile>(plan.files.size());
   for (std::size_t i = 0; files != nullptr && i < plan.files.size(); ++i) {

@@ -262,8 +262,11 @@ bool execute_plan(const FlatPlan& plan, const char* staging, const char* cwd, Mo
     if (run_op(op) == 0) continue;
     // "Optional" covers only a path this kernel or host does not have; any other
     // failure of a protective mount is fatal (fail closed).
-    if (!op.optional || errno != ENOENT) {
-      int err = errno;
+    // A mask whose target is there but could not be covered (ENOENT from a host file
+    // replaced since: its mount point is an unlinked dentry) fails the run too.
+    int err = errno;
+    struct stat there {};
+    if (!op.optional || err != ENOENT || (op.hides && ::lstat(op.dst, &there) == 0)) {
       stop_helper();
       errno = err;
       return failed(f, MountStep::Op, static_cast<int32_t>(i));
@@ -271,7 +274,7 @@ bool execute_plan(const FlatPlan& plan, const char* staging, const char* cwd, Mo
     skipped_at = op.dst;
     if (report.n_skipped < MountReport::k_max_skipped) {
       report.skipped[report.n_skipped] = static_cast<int32_t>(i);
-      report.skipped_err[report.n_skipped] = errno;
+      report.skipped_err[report.n_skipped] = err;
       ++report.n_skipped;
     }
   }

@@ -44,6 +44,7 @@ struct FlatOp {
   OpKind kind;
   bool recursive;
   bool optional;
+  bool hides;
   unsigned mode;
   unsigned long flags;
   const char* src;

@@ -24,7 +24,11 @@ constexpr unsigned long k_ro_flags = MS_RDONLY | MS_NOSUID | MS_NODEV;
 class Builder {
  public:
   Builder(const MountTable& mounts, const policy::FsRules& fs, const PlanOptions& opts)
-      : m_mounts(mounts), m_tracked(fs.tracked), m_session(opts.session_dir), m_store(opts.store_dir) {}
+      : m_mounts(mounts),
+        m_masked(fs.masked.begin(), fs.masked.end()),
+        m_tracked(fs.tracked),
+        m_session(opts.session_dir),
+        m_store(opts.store_dir) {}
 
   Plan take() { return std::move(m_plan); }
 
@@ -80,13 +84,18 @@ class Builder {
       }
       return;
     }
+    // A path to be masked gets only its mount point: mask() covers that with nothing of
+    // the host's. A host file bound here first would pin the inode it had at the plan,
+    // and one the host replaces meanwhile could not be covered at all.
+    bool masked = m_masked.count(host_path) != 0;
     if (S_ISREG(st.st_mode)) {
       file_mountpoint(host_path);
-      ro_file(host_path, true);
+      if (!masked) ro_file(host_path, true);
       return;
     }
     if (!S_ISDIR(st.st_mode)) return;  // sockets, fifos and devices are left out
     if (host_path != "/") mkdir(host_path, st.st_mode & 07777);
+    if (masked) return;
     if (host_path != "/" && !m_mounts.has_mounts_below(host_path)) {
       // An empty directory (/srv, /media, /boot on many machines) is shown as the empty
       // skeleton directory it already is: an overlay would cost a superblock to mount and
@@ -146,9 +155,9 @@ class Builder {
     // starts empty) has nothing to hide.
     if (S_ISDIR(st.st_mode)) {
       op({.kind = OpKind::Tmpfs, .src = "tmpfs", .dst = in_new(host_path), .data = "mode=000,size=4k,nr_inodes=2",
-          .flags = MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, .optional = true});
+          .flags = MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, .optional = true, .hides = true});
     } else {
-      op({.kind = OpKind::Bind, .src = k_denied_file, .dst = in_new(host_path), .optional = true});
+      op({.kind = OpKind::Bind, .src = k_denied_file, .dst = in_new(host_path), .optional = true, .hides = true});
       op({.kind = OpKind::ReadOnly, .dst = in_new(host_path), .optional = true});
     }
   }
@@ -239,6 +248,7 @@ class Builder {
 
  private:
   const MountTable& m_mounts;
+  std::set<std::string> m_masked;  // mask() covers these later
   std::vector<std::string> m_tracked;
   std::string m_session;
   std::string m_store;

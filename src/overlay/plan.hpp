@@ -47,6 +47,10 @@ struct Op {
   unsigned mode = 0755;
   bool recursive = false;
   bool optional = false;  // ENOENT (not on this host) is noted in --debug, not fatal
+  // A mask (--deny-read, protected secrets): optional only while nothing is at dst. If
+  // something is there and cannot be covered (a host file replaced since it was bound),
+  // the run fails.
+  bool hides = false;
 };
 
 struct Plan {

@@ -107,4 +107,35 @@ expect_out w "--allow-write paths are readable under --allow-read"
 zb --allow-read="$D/pub/p.txt" -- "$PROBE" read "$D/pub/p.txt"; expect_out public "--allow-read of a single file"
 zb --allow-read="$D/pub/p.txt" -- "$PROBE" read "$D/pub/abs-ln"; expect_rc_in "2 13" "--allow-read of a file: its siblings stay hidden"
 
+# A --deny-read file in a directory with mounts below it (walked as a skeleton, as / is),
+# replaced on the host over and over (a tool refreshing a token: write, then rename).
+# Root only: the mount below is made in a mount namespace of its own, so that the tests
+# running beside this one never see it.
+if [ "$MODE" = root ] && command -v unshare >/dev/null; then
+  # Not under the scratch /tmp or /var/tmp, which start empty when the host has mounts
+  # below them: the file would not be shown at all.
+  base=$HOSTDIR
+  case "$HOSTDIR" in /tmp/* | /var/tmp/* | /dev/shm/*) base=/srv ;; esac
+  SK=$(mktemp -d "$base/zbint-skel.XXXXXX")
+  mkdir -p "$SK/m"
+  echo TOPSECRET >"$SK/token"
+  ( while [ -d "$SK" ]; do echo TOPSECRET >"$SK/token.new" 2>/dev/null && mv -f "$SK/token.new" "$SK/token" 2>/dev/null; done ) &
+  flipper=$!
+  run unshare --mount --propagation private sh -c '
+    mount -t tmpfs zbint "$1/m" || exit 99
+    case "$("$2" -- cat "$1/token" 2>&1)" in *TOPSECRET*) ;; *) echo "the file is not shown without --deny-read"; exit 1 ;; esac
+    leaks=0 fails=0
+    for i in $(seq 40); do
+      out=$("$2" --deny-read="$1/token" -- cat "$1/token" 2>&1)
+      rc=$?
+      case "$out" in *TOPSECRET*) leaks=$((leaks + 1)) ;; esac
+      [ $rc -eq 1 ] || fails=$((fails + 1))
+    done
+    echo "leaks=$leaks other-exits=$fails"' sh "$SK" "$ZEROBOX"
+  kill "$flipper" 2>/dev/null
+  wait "$flipper" 2>/dev/null
+  expect_out "leaks=0 other-exits=0" "--deny-read of a file the host keeps replacing: never read, and every run starts (40 runs)"
+  rm -rf "$SK"
+fi
+
 finish

@@ -106,6 +106,33 @@ TEST_CASE("a host path gone before its read-only mount is skipped on the skeleto
   CHECK_FALSE(op_at(OpKind::Overlay, "/newroot" + (t / "w/ro")).optional);
 }
 
+TEST_CASE("a masked file on a walked skeleton is never bound from the host, and its mask must land") {
+  test::TempDir t;
+  test::mkdirs(t / "a/b");
+  test::write_file(t / "a/token", "secret");
+  test::mkdirs(t / "a/hidden");
+  overlay::MountTable m = host_like();
+  m.targets.insert(t / "a/b");  // `a` is walked
+  policy::FsRules fs;
+  fs.read_restricted = true;
+  fs.readable = {t / "a"};
+  fs.masked = {t / "a/token", t / "a/hidden"};
+  auto plan = overlay::build_plan(fs, m, "/", {});
+  std::string token = "/newroot" + (t / "a/token");
+  std::string hidden = "/newroot" + (t / "a/hidden");
+  CHECK(find(plan, OpKind::File, token) >= 0);
+  // The only bind there is the mask's: a host file replaced after a bind of its own could
+  // not be covered.
+  long bind = find(plan, OpKind::Bind, token);
+  REQUIRE(bind >= 0);
+  CHECK(plan.ops[static_cast<size_t>(bind)].src == "/.zb/denied");
+  CHECK(plan.ops[static_cast<size_t>(bind)].hides);
+  CHECK(find(plan, OpKind::Overlay, hidden) < 0);  // nothing of the host's below the mask
+  long tmpfs = find(plan, OpKind::Tmpfs, hidden);
+  REQUIRE(tmpfs >= 0);
+  CHECK(plan.ops[static_cast<size_t>(tmpfs)].hides);
+}
+
 TEST_CASE("with mounts below /var/tmp, nothing is built there for the scratch layer to cover") {
   char tmpl[] = "/var/tmp/zerobox-unit-XXXXXX";  // an entry of /var/tmp, which the walk would show
   REQUIRE(::mkdtemp(tmpl) != nullptr);
