@@ -146,7 +146,8 @@ const FlatSpec* flatten(const SandboxSpec& spec, SharedArena& a) {
     files[i] = {a.str(path), a.str(content), content.size()};
   }
   auto* slots = a.array<overlay::OverlaySlot>(plan.ops.size());
-  f->plan = {ops, plan.ops.size(), slots, files, plan.files.size(), a.strings(plan.scratch_dirs), plan.scratch_dirs.size()};
+  f->plan = {ops, plan.ops.size(), slots, files, plan.files.size(), a.strings(plan.scratch_dirs), plan.scratch_dirs.size(),
+             a.strings(plan.must_hide), plan.must_hide.size()};
   f->staging = a.str(spec.staging);
   f->cwd = a.str(spec.cwd);
   f->argv = a.strings(spec.argv);

@@ -1,10 +1,12 @@
 #include "overlay/mount.hpp"
 
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -12,6 +14,8 @@
 
 #include <cerrno>
 #include <cstring>
+
+#include "util/log.hpp"
 
 namespace zb::overlay {
 namespace {
@@ -250,13 +254,15 @@ bool execute_plan(const FlatPlan& plan, const char* staging, const char* cwd, Mo
     }
     helper = -1;
   };
-  const char* skipped_at = nullptr;  // dst of the last op skipped
+  const char* skipped_at = nullptr;  // dst of the op just before, if it was skipped
   for (std::size_t i = 0; i < plan.n_ops; ++i) {
     const FlatOp& op = plan.ops[i];
+    const char* skipped_before = skipped_at;
+    skipped_at = nullptr;
     if (helper > 0 && op.kind == OpKind::Overlay && attach_prepared(plan, i, helper)) continue;
     // A bind that was skipped leaves no mount to make read-only there: the next mount up
     // (the new root, made read-only last) is not this op's to change.
-    if (op.kind == OpKind::ReadOnly && op.optional && skipped_at != nullptr && std::strcmp(op.dst, skipped_at) == 0) {
+    if (op.kind == OpKind::ReadOnly && op.optional && skipped_before != nullptr && std::strcmp(op.dst, skipped_before) == 0) {
       continue;
     }
     if (run_op(op) == 0) continue;
@@ -280,6 +286,23 @@ bool execute_plan(const FlatPlan& plan, const char* staging, const char* cwd, Mo
   }
 
   stop_helper();  // done by now: this reaps it
+  // Every denied path the new root shows must be one of the masks: the empty file, or a
+  // mode-000 tmpfs. A symlink is left to what it leads to.
+  struct stat denied {};
+  if (plan.n_must_hide > 0 && ::stat(k_denied_file, &denied) != 0) return failed(f, MountStep::Staging);
+  for (std::size_t i = 0; i < plan.n_must_hide; ++i) {
+    struct stat st {};
+    if (::lstat(plan.must_hide[i], &st) != 0 || S_ISLNK(st.st_mode)) continue;
+    bool hidden = (st.st_dev == denied.st_dev && st.st_ino == denied.st_ino);
+    if (!hidden && S_ISDIR(st.st_mode) && (st.st_mode & 07777) == 0) {
+      struct statfs sfs {};
+      hidden = ::statfs(plan.must_hide[i], &sfs) == 0 && sfs.f_type == TMPFS_MAGIC;
+    }
+    if (!hidden) {
+      errno = EEXIST;
+      return failed(f, MountStep::Unmasked, static_cast<int32_t>(i));
+    }
+  }
   report.host_pts_fd = ::open("/oldroot/dev/pts", O_PATH | O_DIRECTORY | O_CLOEXEC);
   if (::umount2(k_old, MNT_DETACH) != 0) return failed(f, MountStep::DetachOld);
   if (::chdir(k_new) != 0) return failed(f, MountStep::PivotNew);
@@ -305,6 +328,12 @@ std::string describe_failure(const Plan& plan, const MountFailure& f) {
     case MountStep::DetachOld: what = "detach the host root"; break;
     case MountStep::PivotNew: what = "pivot_root into the new root"; break;
     case MountStep::Chdir: what = "enter the working directory"; break;
+    case MountStep::Unmasked:
+      return "could not hide " +
+             (f.index >= 0 && static_cast<size_t>(f.index) < plan.must_hide.size()
+                  ? log::quote(plan.must_hide[static_cast<size_t>(f.index)].substr(std::strlen(k_new)))
+                  : std::string("a denied path")) +
+             ": it changed on the host while the sandbox was being built; run again";
   }
   std::string why = std::strerror(f.err);
   if (f.step == MountStep::Op && f.index >= 0 && static_cast<size_t>(f.index) < plan.ops.size()) {

@@ -17,6 +17,7 @@ enum class MountStep : int32_t {
   DetachOld,        // umount the host root
   PivotNew,         // pivot_root into the new root
   Chdir,            // chdir to the working directory
+  Unmasked,         // plan.must_hide[index] shows the host's file
 };
 
 struct MountFailure {
@@ -70,6 +71,8 @@ struct FlatPlan {
   std::size_t n_files;
   const char* const* scratch_dirs;
   std::size_t n_scratch_dirs;
+  const char* const* must_hide;
+  std::size_t n_must_hide;
 };
 
 // `staging` is an existing host directory to mount the staging tmpfs on; `cwd` is the

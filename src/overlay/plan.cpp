@@ -26,9 +26,12 @@ class Builder {
   Builder(const MountTable& mounts, const policy::FsRules& fs, const PlanOptions& opts)
       : m_mounts(mounts),
         m_masked(fs.masked.begin(), fs.masked.end()),
+        m_mask_later(fs.masked.begin(), fs.masked.end()),
         m_tracked(fs.tracked),
         m_session(opts.session_dir),
-        m_store(opts.store_dir) {}
+        m_store(opts.store_dir) {
+    m_masked.insert(fs.deny_read_all.begin(), fs.deny_read_all.end());
+  }
 
   Plan take() { return std::move(m_plan); }
 
@@ -84,18 +87,24 @@ class Builder {
       }
       return;
     }
-    // A path to be masked gets only its mount point: mask() covers that with nothing of
-    // the host's. A host file bound here first would pin the inode it had at the plan,
-    // and one the host replaces meanwhile could not be covered at all.
+    // A path to be masked gets only its mount point, covered by mask() with nothing of
+    // the host's: a host file bound here first would pin the inode it had at the plan,
+    // and one the host replaces meanwhile could not be covered at all. A --deny-read path
+    // that was absent when the policy was made, but is here now, is masked here.
     bool masked = m_masked.count(host_path) != 0;
+    bool mask_now = masked && m_mask_later.count(host_path) == 0;
     if (S_ISREG(st.st_mode)) {
       file_mountpoint(host_path);
       if (!masked) ro_file(host_path, true);
+      if (mask_now) mask_one_late(host_path);
       return;
     }
     if (!S_ISDIR(st.st_mode)) return;  // sockets, fifos and devices are left out
     if (host_path != "/") mkdir(host_path, st.st_mode & 07777);
-    if (masked) return;
+    if (masked) {
+      if (mask_now) mask_one_late(host_path);
+      return;
+    }
     if (host_path != "/" && !m_mounts.has_mounts_below(host_path)) {
       // An empty directory (/srv, /media, /boot on many machines) is shown as the empty
       // skeleton directory it already is: an overlay would cost a superblock to mount and
@@ -148,17 +157,42 @@ class Builder {
     }
   }
 
-  void mask(const std::string& host_path) {
+  // Covers a path the policy shows with nothing of the host's. `late`: the policy found
+  // it absent (see ro_tree and build_plan).
+  void mask(const std::string& host_path, bool late = false) {
+    // A mask must land: if the host takes the path away before the mount (a delete and
+    // create, a directory swapped), the run fails rather than show what may be back by
+    // then. Optional only where the new root may not show the path: in a scratch
+    // directory (empty when the host has mounts below it), and for a late one.
+    bool optional = late || path::is_under(host_path, "/tmp") || path::is_under(host_path, "/var/tmp") ||
+                    path::is_under(host_path, "/dev/shm");
     struct stat st {};
-    if (::lstat(host_path.c_str(), &st) != 0) return;
-    // Optional: a path the new root does not show (inside a scratch directory that
-    // starts empty) has nothing to hide.
+    if (::lstat(host_path.c_str(), &st) != 0) {
+      // Gone since the policy saw it: a file's mask all the same, which covers it if it
+      // is back by the mount and fails the run if not (or if it is back as a directory).
+      if (!optional) op({.kind = OpKind::Bind, .src = k_denied_file, .dst = in_new(host_path), .hides = true});
+      return;
+    }
+    // A dangling symlink (kept as it is by canonicalisation) holds nothing to hide, and a
+    // bind onto it would follow it to nothing.
+    if (S_ISLNK(st.st_mode) && ::stat(host_path.c_str(), &st) != 0) return;
     if (S_ISDIR(st.st_mode)) {
       op({.kind = OpKind::Tmpfs, .src = "tmpfs", .dst = in_new(host_path), .data = "mode=000,size=4k,nr_inodes=2",
-          .flags = MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, .optional = true, .hides = true});
+          .flags = MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, .optional = optional, .hides = true});
     } else {
-      op({.kind = OpKind::Bind, .src = k_denied_file, .dst = in_new(host_path), .optional = true, .hides = true});
+      op({.kind = OpKind::Bind, .src = k_denied_file, .dst = in_new(host_path), .optional = optional, .hides = true});
       op({.kind = OpKind::ReadOnly, .dst = in_new(host_path), .optional = true});
+    }
+  }
+  void mask_one_late(const std::string& host_path) {
+    if (m_late_done.insert(host_path).second) mask(host_path, true);
+  }
+  // The --deny-read paths absent when the policy was made and here now, outside the walk.
+  void mask_late() {
+    for (const auto& d : m_masked) {
+      if (m_mask_later.count(d) != 0 || m_late_done.count(d) != 0) continue;
+      m_late_done.insert(d);
+      mask(d, true);
     }
   }
 
@@ -248,7 +282,9 @@ class Builder {
 
  private:
   const MountTable& m_mounts;
-  std::set<std::string> m_masked;  // mask() covers these later
+  std::set<std::string> m_masked;      // never shown from the host (fs.masked, fs.deny_read_all)
+  std::set<std::string> m_mask_later;  // mask() is called for these after the walk (fs.masked)
+  std::set<std::string> m_late_done;   // the others, once masked
   std::vector<std::string> m_tracked;
   std::string m_session;
   std::string m_store;
@@ -463,6 +499,7 @@ Plan build_plan(const policy::FsRules& fs, const MountTable& mounts, const std::
   for (const auto& r : fs.read_only) b.ro_view(r);
   for (const auto& s : fs.socket_dirs) b.ro_view(s);
   for (const auto& m : fs.masked) b.mask(m);
+  b.mask_late();
   for (const auto& sock : fs.masked_sockets) {
     b.op({.kind = OpKind::Bind, .src = k_denied_file, .dst = in_new(sock), .optional = true});
   }
@@ -479,6 +516,9 @@ Plan build_plan(const policy::FsRules& fs, const MountTable& mounts, const std::
   b.op({.kind = OpKind::ReadOnly, .dst = in_new("/dev")});
 
   Plan plan = b.take();
+  std::set<std::string> hide(fs.masked.begin(), fs.masked.end());
+  hide.insert(fs.deny_read_all.begin(), fs.deny_read_all.end());
+  for (const auto& h : hide) plan.must_hide.push_back(in_new(h));
   if (!opts.ca_bundle_targets.empty()) plan.files.emplace_back(k_ca_bundle, opts.ca_bundle);
   plan.scratch_dirs = {std::string(k_internal) + "/scratch/tmp/upper", std::string(k_internal) + "/scratch/tmp/work",
                        std::string(k_internal) + "/scratch/vartmp/upper", std::string(k_internal) + "/scratch/vartmp/work"};

@@ -61,6 +61,10 @@ struct Plan {
   std::vector<std::string> tracked;
   std::vector<std::string> notes;  // decisions worth showing in --debug
   std::vector<std::string> scratch_dirs;  // staging dirs to create before the ops run
+  // Paths in the new root (/newroot/...) that must show nothing of the host's once every
+  // op has run: absent, or one of the masks. Checked last, so that a path the host
+  // changed during start-up fails the run instead of being shown.
+  std::vector<std::string> must_hide;
   // Files written into the staging root before the ops run (path, content), mode 0444.
   std::vector<std::pair<std::string, std::string>> files;
 };

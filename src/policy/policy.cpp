@@ -418,6 +418,7 @@ FsRules compute_fs(const Policy& p, const Caller& c) {
   std::vector<std::string> masked;
   for (const auto& d : deny_read) {
     if (lexists(d) ? visible(d) : absent_denied(d)) masked.push_back(d);
+    if (visible(d)) fs.deny_read_all.push_back(d);
   }
   if (p.protect) {
     for (const auto& raw : protected_read_paths()) {

@@ -49,6 +49,9 @@ struct FsRules {
   std::vector<std::string> writable;    // existing paths bound read-write
   std::vector<std::string> read_only;   // existing paths forced read-only (deny-write, protected)
   std::vector<std::string> masked;      // existing paths that cannot be read
+  // Every --deny-read path, there at the check or not: the mount plan never shows one of
+  // the host's, and masks one that has appeared since (overlay/plan.cpp).
+  std::vector<std::string> deny_read_all;
   std::vector<std::string> socket_dirs; // read-only views that block host unix sockets
   std::vector<std::string> masked_sockets;  // host sockets inside writable binds, masked
   bool scratch_host_content = true;     // scratch /tmp shows the host's /tmp

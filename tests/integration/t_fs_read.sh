@@ -107,6 +107,11 @@ expect_out w "--allow-write paths are readable under --allow-read"
 zb --allow-read="$D/pub/p.txt" -- "$PROBE" read "$D/pub/p.txt"; expect_out public "--allow-read of a single file"
 zb --allow-read="$D/pub/p.txt" -- "$PROBE" read "$D/pub/abs-ln"; expect_rc_in "2 13" "--allow-read of a file: its siblings stay hidden"
 
+# A --deny-read path that is a dangling symlink holds nothing to hide: the run starts.
+ln -sfn missing-target "$D/dangling-denied"
+zb --deny-read="$D/dangling-denied" -- "$PROBE" read "$D/dangling-denied"
+expect_rc_in "2 13" "--deny-read of a dangling symlink: the run starts, nothing is read"
+
 # A --deny-read file in a directory with mounts below it (walked as a skeleton, as / is),
 # replaced on the host over and over (a tool refreshing a token: write, then rename).
 # Root only: the mount below is made in a mount namespace of its own, so that the tests

@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <filesystem>
 #include <cstring>
 
 #include "overlay/plan.hpp"
@@ -131,6 +133,43 @@ TEST_CASE("a masked file on a walked skeleton is never bound from the host, and 
   long tmpfs = find(plan, OpKind::Tmpfs, hidden);
   REQUIRE(tmpfs >= 0);
   CHECK(plan.ops[static_cast<size_t>(tmpfs)].hides);
+}
+
+TEST_CASE("every denied path the new root may show is checked last, and a vanished one still gets its mask") {
+  // Not under /tmp, where a mask may be skipped (a scratch directory can start empty).
+  char tmpl[] = "zerobox-unit-plan-XXXXXX";
+  REQUIRE(::mkdtemp(tmpl) != nullptr);
+  char* real = ::realpath(tmpl, nullptr);
+  REQUIRE(real != nullptr);
+  struct Dir {
+    std::string path;
+    std::string operator/(const std::string& rel) const { return path + "/" + rel; }
+    ~Dir() {
+      std::error_code ec;
+      std::filesystem::remove_all(path, ec);
+    }
+  } t{real};
+  std::free(real);
+  // In a scratch directory a mask may be skipped (it can start empty): checked elsewhere.
+  bool scratch = t.path.rfind("/tmp/", 0) == 0 || t.path.rfind("/var/tmp/", 0) == 0;
+  test::mkdirs(t / "d");
+  test::write_file(t / "d/here", "x");
+  REQUIRE(::symlink("missing", (t / "d/dangling").c_str()) == 0);
+  policy::FsRules fs;
+  fs.masked = {t / "d/here", t / "d/gone", t / "d/dangling"};  // gone: removed since the policy saw it
+  fs.deny_read_all = {t / "d/here", t / "d/gone", t / "d/later"};
+  auto plan = overlay::build_plan(fs, host_like(), "/", {});
+  for (const char* p : {"d/here", "d/gone", "d/later", "d/dangling"}) {
+    CHECK_MESSAGE(std::find(plan.must_hide.begin(), plan.must_hide.end(), "/newroot" + (t / p)) != plan.must_hide.end(), p);
+  }
+  CHECK(find(plan, OpKind::Bind, "/newroot" + (t / "d/dangling")) < 0);
+  if (scratch) return;
+  long gone = find(plan, OpKind::Bind, "/newroot" + (t / "d/gone"));
+  REQUIRE(gone >= 0);
+  CHECK_FALSE(plan.ops[static_cast<size_t>(gone)].optional);  // fails the run unless it lands
+  long here = find(plan, OpKind::Bind, "/newroot" + (t / "d/here"));
+  REQUIRE(here >= 0);
+  CHECK_FALSE(plan.ops[static_cast<size_t>(here)].optional);
 }
 
 TEST_CASE("with mounts below /var/tmp, nothing is built there for the scratch layer to cover") {
