@@ -21,6 +21,8 @@ std::string in_old(const std::string& p) { return path::join(k_old, p); }
 
 constexpr unsigned long k_ro_flags = MS_RDONLY | MS_NOSUID | MS_NODEV;
 
+bool in_scratch(const std::string& p) { return path::is_under(p, "/tmp") || path::is_under(p, "/var/tmp"); }
+
 class Builder {
  public:
   Builder(const MountTable& mounts, const policy::FsRules& fs, const PlanOptions& opts)
@@ -164,8 +166,7 @@ class Builder {
     // create, a directory swapped), the run fails rather than show what may be back by
     // then. Optional only where the new root may not show the path: in a scratch
     // directory (empty when the host has mounts below it), and for a late one.
-    bool optional = late || path::is_under(host_path, "/tmp") || path::is_under(host_path, "/var/tmp") ||
-                    path::is_under(host_path, "/dev/shm");
+    bool optional = late || in_scratch(host_path) || path::is_under(host_path, "/dev/shm");
     struct stat st {};
     if (::lstat(host_path.c_str(), &st) != 0) {
       // Gone since the policy saw it: a file's mask all the same, which covers it if it
@@ -190,9 +191,7 @@ class Builder {
   // The --deny-read paths absent when the policy was made and here now, outside the walk.
   void mask_late() {
     for (const auto& d : m_masked) {
-      if (m_mask_later.count(d) != 0 || m_late_done.count(d) != 0) continue;
-      m_late_done.insert(d);
-      mask(d, true);
+      if (m_mask_later.count(d) == 0) mask_one_late(d);
     }
   }
 
@@ -290,8 +289,6 @@ class Builder {
   std::string m_store;
   Plan m_plan;
 };
-
-bool in_scratch(const std::string& p) { return path::is_under(p, "/tmp") || path::is_under(p, "/var/tmp"); }
 
 // Exposes one readable root of a --allow-read policy in the new root: read-only, or left
 // to the writable bind that follows when it is writable.

@@ -29,6 +29,19 @@ long find(const overlay::Plan& p, OpKind kind, const std::string& dst) {
   }
   return -1;
 }
+// A read-restricted policy showing t/a, whose subdirectory t/a/b is a mount point: `a` is
+// walked as a skeleton.
+struct Walked {
+  overlay::MountTable mounts;
+  policy::FsRules fs;
+};
+Walked walked_a(const test::TempDir& t) {
+  Walked w{host_like(), {}};
+  w.mounts.targets.insert(t / "a/b");
+  w.fs.read_restricted = true;
+  w.fs.readable = {t / "a"};
+  return w;
+}
 bool path_is_under_for_test(const std::string& p, const std::string& root) {
   return root == "/" || p == root || p.rfind(root + "/", 0) == 0;
 }
@@ -63,11 +76,7 @@ TEST_CASE("a directory with mounts below it becomes a skeleton walked one level 
   test::write_file(t / "a/c/file", "x");
   test::write_file(t / "a/b/file", "x");
   test::mkdirs(t / "a/empty");
-  overlay::MountTable m = host_like();
-  m.targets.insert(t / "a/b");
-  policy::FsRules fs;
-  fs.read_restricted = true;
-  fs.readable = {t / "a"};
+  auto [m, fs] = walked_a(t);
   auto plan = overlay::build_plan(fs, m, "/", {});
   CHECK(find(plan, OpKind::Overlay, "/newroot" + (t / "a")) < 0);
   CHECK(find(plan, OpKind::Mkdir, "/newroot" + (t / "a")) >= 0);
@@ -86,11 +95,7 @@ TEST_CASE("a host path gone before its read-only mount is skipped on the skeleto
   test::write_file(t / "a/top", "x");
   test::mkdirs(t / "w/ro");
   test::write_file(t / "w/ro/file", "x");
-  overlay::MountTable m = host_like();
-  m.targets.insert(t / "a/b");
-  policy::FsRules fs;
-  fs.read_restricted = true;
-  fs.readable = {t / "a"};
+  auto [m, fs] = walked_a(t);
   fs.writable = {t / "w"};
   fs.read_only = {t / "w/ro"};
   auto plan = overlay::build_plan(fs, m, "/", {});
@@ -113,11 +118,7 @@ TEST_CASE("a masked file on a walked skeleton is never bound from the host, and 
   test::mkdirs(t / "a/b");
   test::write_file(t / "a/token", "secret");
   test::mkdirs(t / "a/hidden");
-  overlay::MountTable m = host_like();
-  m.targets.insert(t / "a/b");  // `a` is walked
-  policy::FsRules fs;
-  fs.read_restricted = true;
-  fs.readable = {t / "a"};
+  auto [m, fs] = walked_a(t);
   fs.masked = {t / "a/token", t / "a/hidden"};
   auto plan = overlay::build_plan(fs, m, "/", {});
   std::string token = "/newroot" + (t / "a/token");
