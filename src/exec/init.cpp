@@ -158,6 +158,17 @@ void run_init(const InitArgs& a) {
   }
   if (pid == 0) exec_command(a, exec_pipe[1], guard_pair[1]);  // its own fd table: closing is its business
   ::close(exec_pipe[1]);
+  // init keeps no copy of the command's stdio: the supervisor's copy of a relayed output
+  // ends when the command's processes have closed theirs (exec/stdio.hpp).
+  int null_fd = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+  for (int fd = 0; fd <= 2; ++fd) {
+    if (null_fd >= 0 && null_fd != fd) {
+      ::dup3(null_fd, fd, O_CLOEXEC);
+    } else if (null_fd < 0) {
+      ::close(fd);
+    }
+  }
+  if (null_fd > 2) ::close(null_fd);
   int listener = -1;
   if (guard_pair[0] >= 0) {
     listener = receive_fd(guard_pair[0], MSG_DONTWAIT);

@@ -46,6 +46,7 @@ enum ChildStep : int32_t {
   k_step_fork,
   k_step_proxy,
   k_step_netns,
+  k_step_stdio,
 };
 
 struct InitArgs {

@@ -23,6 +23,7 @@
 #include "exec/netns.hpp"
 #include "exec/seccomp.hpp"
 #include "exec/signals.hpp"
+#include "exec/stdio.hpp"
 #include "overlay/mount.hpp"
 #include "util/fd.hpp"
 #include "util/log.hpp"
@@ -53,7 +54,7 @@ struct FlatSpec {
 // process whose other threads may hold locks (malloc's among them), so it allocates
 // nothing: it reads its spec from the shared arena and reports failures on the report
 // pipe as {step, index, errno}.
-[[noreturn]] void child_main(int sync_fd, int report_fd, int proxy_fd, bool new_net, const char* arena,
+[[noreturn]] void child_main(int sync_fd, int report_fd, int channel, bool new_net, const char* arena,
                              std::size_t arena_size, const sigset_t& mask) {
   ::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
   // The helper blocks every signal; the child keeps the caller's mask plus the forwarded
@@ -87,12 +88,9 @@ struct FlatSpec {
   ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
   scrub::wipe();
 
-  if (proxy_fd >= 0) {
-    if (s.proxy_port != 0 && send_proxy_listener(proxy_fd, s.proxy_port) != 0) {
-      send_msg(report_fd, k_msg_setup_failed, k_step_proxy, -1, errno, 0);
-      ::_exit(1);
-    }
-    ::close(proxy_fd);
+  if (s.proxy_port != 0 && send_proxy_listener(channel, s.proxy_port) != 0) {
+    send_msg(report_fd, k_msg_setup_failed, k_step_proxy, -1, errno, 0);
+    ::_exit(1);
   }
   overlay::MountFailure mf;
   overlay::MountReport mr;
@@ -100,6 +98,13 @@ struct FlatSpec {
     send_msg(report_fd, k_msg_setup_failed, k_step_mount, mf.index, mf.err, static_cast<int32_t>(mf.step));
     ::_exit(1);
   }
+  // The caller's stdio: device nodes were opened again read-only by the plan; files
+  // become pipes to the supervisor (exec/stdio.hpp).
+  if (relay_std_fds(channel, mr.std_reopened) != 0) {
+    send_msg(report_fd, k_msg_setup_failed, k_step_stdio, -1, errno, 0);
+    ::_exit(1);
+  }
+  ::close(channel);
   for (int i = 0; i < mr.n_skipped; ++i) send_msg(report_fd, k_msg_skipped, 0, mr.skipped[i], mr.skipped_err[i], 0);
 
   if (set_no_new_privs() != 0) {
@@ -233,6 +238,7 @@ std::string step_text(const SandboxSpec& s, const ChildMsg& m) {
     case k_step_seccomp: return "load the seccomp filter: " + why;
     case k_step_fork: return "start the command's process: " + why;
     case k_step_proxy: return "listen for the proxy inside the network namespace: " + why;
+    case k_step_stdio: return "give the command its stdin, stdout and stderr: " + why;
     default: return "set up the sandbox: " + why;
   }
 }
@@ -282,12 +288,13 @@ std::unique_ptr<Prestart> Prestart::launch(bool new_net, std::size_t arena_bytes
   if (::pipe2(hold, O_CLOEXEC) != 0) return fail("pipe");
   p->m_hold_r.reset(hold[0]);
   p->m_hold_w.reset(hold[1]);
-  if (new_net) {
-    // The proxy's listening socket comes back on this in filtered mode (unused otherwise).
+  {
+    // The child sends fds back on this: the proxy's listening socket in filtered mode,
+    // then the pipes that stand for the caller's stdio files (exec/stdio.hpp).
     int sp[2];
     if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) != 0) return fail("socketpair");
-    p->m_proxy_parent.reset(sp[0]);
-    p->m_proxy_child.reset(sp[1]);
+    p->m_channel_parent.reset(sp[0]);
+    p->m_channel_child.reset(sp[1]);
   }
   if (!p->m_arena.map(arena_bytes)) return fail("map memory shared with the sandbox");
   // The helper owns the read end of the hold pipe: it may outlive this object.
@@ -317,7 +324,7 @@ void Prestart::helper(int hold_fd) {
 
 void Prestart::clone_and_map() {
   // On the helper, every signal is blocked (launch): the child inherits that mask and sets its own.
-  int sync_r = m_sync_r.get(), report_w = m_report_w.get(), proxy_child = m_proxy_child.get();
+  int sync_r = m_sync_r.get(), report_w = m_report_w.get(), channel = m_channel_child.get();
   const char* arena = m_arena.base();
   std::size_t arena_size = m_arena.capacity();
   bool new_net = m_new_net;
@@ -327,7 +334,7 @@ void Prestart::clone_and_map() {
   long pid = ::syscall(SYS_clone, flags | SIGCHLD, nullptr, nullptr, nullptr, nullptr);
   if (pid == 0) {
     // Keep only the fds the child uses (and stdio).
-    int keep[3] = {sync_r, report_w, proxy_child};
+    int keep[3] = {sync_r, report_w, channel};
     std::sort(std::begin(keep), std::end(keep));
     unsigned next = 3;
     for (int k : keep) {
@@ -336,12 +343,12 @@ void Prestart::clone_and_map() {
       next = static_cast<unsigned>(k) + 1;
     }
     ::syscall(SYS_close_range, next, ~0U, 0U);
-    child_main(sync_r, report_w, proxy_child, new_net, arena, arena_size, mask);
+    child_main(sync_r, report_w, channel, new_net, arena, arena_size, mask);
   }
   int clone_err = errno;
   m_sync_r.reset();
   m_report_w.reset();
-  m_proxy_child.reset();
+  m_channel_child.reset();
   std::string error;
   if (pid < 0) {
     error = clone_error(clone_err);
@@ -432,11 +439,10 @@ SandboxResult run_sandbox(const SandboxSpec& spec, const std::function<void(long
   // The child has its own mapping of the spec; this side's is no longer needed.
   pre.m_arena.unmap();
   UniqueFd& report_r = pre.m_report_r;
-  if (pre.m_proxy_parent && spec.proxy_port != 0) {
+  if (spec.proxy_port != 0) {
     // The child sends the socket right after bringing up lo; if it fails first, its end
     // closes and the report pipe says why.
-    int listener = receive_proxy_listener(pre.m_proxy_parent.get());
-    pre.m_proxy_parent.reset();
+    int listener = receive_proxy_listener(pre.m_channel_parent.get());
     if (listener >= 0) {
       if (on_proxy_listener) {
         on_proxy_listener(listener);
@@ -445,7 +451,10 @@ SandboxResult run_sandbox(const SandboxSpec& spec, const std::function<void(long
       }
     }
   }
-  pre.m_proxy_parent.reset();
+  // Declared after the signal forwarding and before the loop: the relay is drained, and
+  // the terminal's modes put back, before anything below returns.
+  TerminalModes terminal;
+  StdioRelay relay;
 
   // Messages are checked against the order init sends them in: a forged or garbled
   // message cannot turn a run into a setup error or a second start.
@@ -494,6 +503,9 @@ SandboxResult run_sandbox(const SandboxSpec& spec, const std::function<void(long
       case k_msg_started:
         if (started) break;
         started = true;
+        // The child sent its stdio pipes before init reported the start.
+        relay.start(pre.m_channel_parent.get());
+        pre.m_channel_parent.reset();
         if (on_started) on_started(command_host_pid(static_cast<pid_t>(pid)), guarded);
         break;
       case k_msg_exec_failed:

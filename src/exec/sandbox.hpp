@@ -96,7 +96,7 @@ class Prestart {
   bool m_adopted = false;
   sigset_t m_child_mask{};
   SharedArena m_arena;
-  UniqueFd m_sync_r, m_sync_w, m_report_r, m_report_w, m_proxy_parent, m_proxy_child;
+  UniqueFd m_sync_r, m_sync_w, m_report_r, m_report_w, m_channel_parent, m_channel_child;
   UniqueFd m_hold_r, m_hold_w;  // the helper waits on the read end (its own) until the destructor
   std::string m_setup_error;    // before the helper ran (pipes, mapping, thread)
   std::thread m_thread;

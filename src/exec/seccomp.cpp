@@ -7,6 +7,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -121,6 +122,45 @@ Result<std::vector<sock_filter>> build_seccomp_filter(bool for_guard) {
     if (auto r = check(seccomp_rule_add(ctx.get(), eperm, SCMP_SYS(ioctl), 1, SCMP_A1(SCMP_CMP_MASKED_EQ, 0xFFFFFFFFu, cmd)),
                        "ioctl");
         !r)
+      return std::unexpected(r.error());
+  }
+  // No setuid or setgid bit from inside, on any file: not by chmod (a file the command
+  // owns, made setuid-root by root inside, is one on the host too), not at creation
+  // (open's and mknod's mode). libseccomp tests one mask per argument, so each bit is a
+  // rule of its own.
+  constexpr long k_fchmodat2 = 452;  // Linux 6.6; unknown to libseccomp 2.5
+  struct ModeArg {
+    int nr;
+    unsigned mode_arg;  // which argument is the mode
+    int flags_arg;      // which argument holds O_CREAT and the tmpfile bit, or -1
+  };
+  const ModeArg mode_calls[] = {
+      {SCMP_SYS(chmod), 1, -1},   {SCMP_SYS(fchmod), 1, -1}, {SCMP_SYS(fchmodat), 2, -1},
+      {static_cast<int>(k_fchmodat2), 2, -1}, {SCMP_SYS(creat), 1, -1}, {SCMP_SYS(mknod), 1, -1},
+      {SCMP_SYS(mknodat), 2, -1}, {SCMP_SYS(open), 2, 1},    {SCMP_SYS(openat), 3, 2}};
+  constexpr unsigned k_tmpfile_bit = 020000000;  // __O_TMPFILE, without O_DIRECTORY
+  for (const ModeArg& c : mode_calls) {
+    for (unsigned bit : {static_cast<unsigned>(S_ISUID), static_cast<unsigned>(S_ISGID)}) {
+      scmp_arg_cmp mode = SCMP_CMP(c.mode_arg, SCMP_CMP_MASKED_EQ, bit, bit);
+      int rc;
+      if (c.flags_arg < 0) {
+        rc = seccomp_rule_add(ctx.get(), eperm, c.nr, 1, mode);
+      } else {
+        auto flags_arg = static_cast<unsigned>(c.flags_arg);
+        rc = seccomp_rule_add(ctx.get(), eperm, c.nr, 2, mode, SCMP_CMP(flags_arg, SCMP_CMP_MASKED_EQ, O_CREAT, O_CREAT));
+        if (rc >= 0) {
+          rc = seccomp_rule_add(ctx.get(), eperm, c.nr, 2, mode,
+                                SCMP_CMP(flags_arg, SCMP_CMP_MASKED_EQ, k_tmpfile_bit, k_tmpfile_bit));
+        }
+      }
+      if (auto r = check(rc, "setuid bits"); !r) return std::unexpected(r.error());
+    }
+  }
+  // openat2() keeps its mode in memory, out of seccomp's reach: ENOSYS makes callers fall
+  // back to openat(). init of a guarded run resolves paths with it; its command gets the
+  // same answer from the guard's filter.
+  if (!for_guard) {
+    if (auto r = check(seccomp_rule_add(ctx.get(), SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(openat2), 0), "openat2"); !r)
       return std::unexpected(r.error());
   }
   // personality(): querying (0xffffffff) and plain PER_LINUX/PER_LINUX32 are fine; the

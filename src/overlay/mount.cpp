@@ -138,6 +138,60 @@ int prepare_overlay(const FlatOp& op) {
   return mnt;
 }
 
+// Std fds that are device nodes (a terminal, /dev/null) are opened again through a
+// read-only bind of the node (exec/stdio.hpp says why), while the host's tree is still at
+// /oldroot: the node is found by the path its fd link shows there, and used only if it is
+// the same inode. Returns a bit per fd reopened. No allocation.
+unsigned reopen_std_devices() {
+  unsigned reopened = 0;
+  struct stat bound[3] = {};
+  int bound_at[3] = {-1, -1, -1};  // which earlier fd's mount point serves this node
+  for (int fd = 0; fd <= 2; ++fd) {
+    struct stat st {};
+    int fl = ::fcntl(fd, F_GETFL);
+    if (fl < 0 || (fl & O_PATH) != 0 || ::fstat(fd, &st) != 0 || !(S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode))) continue;
+    char mp[] = "/.zb/stdio0";
+    mp[sizeof mp - 2] = static_cast<char>('0' + fd);
+    int same = -1;
+    for (int j = 0; j < fd; ++j) {
+      if (bound_at[j] >= 0 && bound[j].st_dev == st.st_dev && bound[j].st_ino == st.st_ino) same = bound_at[j];
+    }
+    if (same >= 0) {
+      mp[sizeof mp - 2] = static_cast<char>('0' + same);
+    } else {
+      char link[] = "/oldroot/proc/self/fd/0", host[4096];
+      link[sizeof link - 2] = static_cast<char>('0' + fd);
+      std::size_t old_len = std::strlen(k_old);
+      std::memcpy(host, k_old, old_len);
+      ssize_t n = ::readlink(link, host + old_len, sizeof host - old_len - 1);
+      if (n <= 0 || host[old_len] != '/') continue;
+      host[old_len + static_cast<std::size_t>(n)] = '\0';
+      struct stat there {};
+      if (::lstat(host, &there) != 0 || there.st_dev != st.st_dev || there.st_ino != st.st_ino) continue;
+      int m = ::open(mp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0);
+      if (m < 0) continue;
+      ::close(m);
+      if (::mount(host, mp, nullptr, MS_BIND, nullptr) != 0) continue;
+      // What was bound is checked again: the host may have replaced the node meanwhile.
+      MountAttr attr{k_attr_rdonly | k_attr_nosuid | k_attr_noexec, 0, 0, 0};
+      if (::stat(mp, &there) != 0 || there.st_dev != st.st_dev || there.st_ino != st.st_ino ||
+          (::syscall(k_sys_mount_setattr, AT_FDCWD, mp, 0U, &attr, sizeof attr) != 0 &&
+           (errno != ENOSYS || ::mount(nullptr, mp, nullptr, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NOEXEC, nullptr) != 0))) {
+        ::umount2(mp, MNT_DETACH);
+        continue;
+      }
+      bound[fd] = st;
+      bound_at[fd] = fd;
+    }
+    int cloexec = (::fcntl(fd, F_GETFD) & FD_CLOEXEC) != 0 ? O_CLOEXEC : 0;
+    int again = ::open(mp, (fl & (O_ACCMODE | O_APPEND | O_NONBLOCK)) | O_NOCTTY | O_CLOEXEC);
+    if (again < 0) continue;
+    if (::dup3(again, fd, cloexec) == fd) reopened |= 1U << fd;
+    ::close(again);
+  }
+  return reopened;
+}
+
 // The helper's whole life: every overlay op's superblock, in plan order.
 [[noreturn]] void prepare_overlays(const FlatPlan& plan) {
   for (std::size_t i = 0; i < plan.n_ops; ++i) {
@@ -303,6 +357,7 @@ bool execute_plan(const FlatPlan& plan, const char* staging, const char* cwd, Mo
       return failed(f, MountStep::Unmasked, static_cast<int32_t>(i));
     }
   }
+  report.std_reopened = reopen_std_devices();
   report.host_pts_fd = ::open("/oldroot/dev/pts", O_PATH | O_DIRECTORY | O_CLOEXEC);
   if (::umount2(k_old, MNT_DETACH) != 0) return failed(f, MountStep::DetachOld);
   if (::chdir(k_new) != 0) return failed(f, MountStep::PivotNew);

@@ -36,6 +36,9 @@ struct MountReport {
   // command's inherited terminal lives there, and Landlock needs it to allow reopening
   // that terminal through /dev/stdout (/proc/self/fd/N). -1 if it could not be opened.
   int host_pts_fd = -1;
+  // A bit per std fd that is a device node and was opened again through a read-only bind
+  // of that node (exec/stdio.hpp).
+  unsigned std_reopened = 0;
 };
 
 // A Plan as the child reads it: the child is cloned before its plan exists, so the
