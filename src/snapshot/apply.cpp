@@ -1,5 +1,6 @@
 #include "snapshot/apply.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <signal.h>
@@ -14,9 +15,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 
 #include "snapshot/changeset.hpp"
 #include "snapshot/journal.hpp"
@@ -50,6 +53,8 @@ struct State {
   std::optional<std::uint32_t> opt_uid;
   std::string blob;
   std::string link;
+  std::optional<std::string> xattrs;  // encoded; nullopt: not recorded
+  std::optional<std::int64_t> inode;  // hard-link label
 };
 
 State side(const Change& c, bool after) {
@@ -63,6 +68,8 @@ State side(const Change& c, bool after) {
   s.gid = (after ? c.new_gid : c.old_gid).value_or(0);
   s.blob = (after ? c.new_blob : c.old_blob).value_or("");
   s.link = (after ? c.new_link : c.old_link).value_or("");
+  s.xattrs = after ? c.new_xattrs : c.old_xattrs;
+  s.inode = after ? c.new_inode : c.old_inode;
   return s;
 }
 
@@ -138,6 +145,37 @@ class Tree {
   void forget() {
     m_cached.reset();
     m_cached_key.clear();
+  }
+
+  // The parent of p as an fd of its own (the cached one is replaced by the next parent()).
+  struct OwnedParent {
+    UniqueFd fd;
+    std::string name;
+  };
+  Result<OwnedParent> open_parent(const std::string& p) {
+    auto par = parent(p);
+    if (!par) return std::unexpected(par.error());
+    UniqueFd fd(::fcntl(par->fd, F_DUPFD_CLOEXEC, 0));
+    if (!fd) return fail("dup");
+    return OwnedParent{std::move(fd), par->name};
+  }
+
+  // The directory p itself (a tracked root or below one), for listing. ENOENT/ENOTDIR/
+  // ELOOP when it is not a directory reached without symlinks.
+  Result<UniqueFd> open_dir(const std::string& p) {
+    for (std::size_t i = 0; i < m_roots.size(); ++i) {
+      if (m_roots[i] != p) continue;
+      auto rfd = root_fd(i);
+      if (!rfd) return std::unexpected(rfd.error());
+      UniqueFd fd(::openat(*rfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+      if (!fd) return fail("open " + log::quote(p));
+      return fd;
+    }
+    auto par = parent(p);
+    if (!par) return std::unexpected(par.error());
+    UniqueFd fd(::openat(par->fd, par->name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!fd) return fail("open " + log::quote(p));
+    return fd;
   }
   const std::vector<std::string>& roots() const { return m_roots; }
 
@@ -277,6 +315,8 @@ Result<void> capture(store::Store& store, Tree& tree, Change& c, const Observed&
   c.old_gid.reset();
   c.old_blob.reset();
   c.old_link.reset();
+  c.old_xattrs.reset();
+  c.old_inode.reset();
   if (!o.exists) return {};
   c.old_type = o.type;
   c.old_mode = o.st.st_mode & 07777u;
@@ -298,6 +338,10 @@ Result<void> capture(store::Store& store, Tree& tree, Change& c, const Observed&
     c.old_size = static_cast<std::int64_t>(l->size());
     c.old_link = *l;
   }
+  if (o.type == FileType::Regular && o.st.st_nlink > 1) c.old_inode = inode_label(o.st);
+  auto x = util::read_xattrs(par->fd, par->name, util::XattrScope::All);
+  if (!x) return std::unexpected(SysError{x.error().what + " (" + log::quote(c.path) + ")", x.error().err});
+  c.old_xattrs = store::encode_xattrs(*x);
   return {};
 }
 
@@ -311,10 +355,34 @@ using OpenContent = std::function<Result<UniqueFd>(const State&)>;
 
 bool is_root() { return ::geteuid() == 0; }
 
-Result<void> set_meta_at(int dirfd, const std::string& name, const State& s, const std::string& shown, bool chmod_it) {
+// Puts a state's recorded xattrs on dirfd/name. `replace`: an inode that exists already,
+// whose user.* xattrs become exactly the recorded ones. After a chown (which drops
+// security.capability) and before a chmod that may take away the owner's write permission
+// (user.* needs it).
+Result<void> set_xattrs_at(int dirfd, const std::string& name, const State& s, const std::string& shown, bool replace) {
+  if (!s.xattrs) return {};  // not recorded (a journal of schema version 1)
+  auto x = store::decode_xattrs(*s.xattrs);
+  if (!x) return fail_msg("journal: the xattrs recorded for " + log::quote(shown) + " are malformed");
+  if (x->empty() && !replace) return {};
+  std::vector<std::string> refused;
+  if (auto r = util::write_xattrs(dirfd, name, *x, replace, refused); !r) {
+    return std::unexpected(SysError{r.error().what + " (" + log::quote(shown) + ")", r.error().err});
+  }
+  if (!refused.empty()) {
+    std::string names;
+    for (const auto& n : refused) names += (names.empty() ? "" : ", ") + log::quote(n);
+    log::warning("could not set the xattr " + names + " of " + log::quote(shown) + ": not permitted here");
+  }
+  return {};
+}
+
+Result<void> set_meta_at(int dirfd, const std::string& name, const State& s, const std::string& shown, bool chmod_it,
+                         bool replace_xattrs = false) {
   if (is_root() && s.opt_uid) {
     if (::fchownat(dirfd, name.c_str(), s.uid, s.gid, AT_SYMLINK_NOFOLLOW) != 0) return fail("chown " + log::quote(shown));
   }
+  if (chmod_it && !is_root() && s.xattrs) (void)::fchmodat(dirfd, name.c_str(), written_mode(s) | 0700, 0);
+  if (auto r = set_xattrs_at(dirfd, name, s, shown, replace_xattrs); !r) return r;
   if (chmod_it && ::fchmodat(dirfd, name.c_str(), written_mode(s), AT_SYMLINK_NOFOLLOW) != 0) return fail("chmod " + log::quote(shown));
   struct timespec ts[2];
   ts[0].tv_sec = s.mtime_ns / 1000000000;
@@ -374,7 +442,7 @@ class WritableParent {
 
 // Moves one target to its after-state. Directory metadata is queued in `dirs`.
 Result<void> materialize(Tree& tree, const Change& c, const std::string& tmp_tag, const OpenContent& open_content,
-                         std::vector<DirMeta>& dirs) {
+                         std::vector<DirMeta>& dirs, const std::string* link_from = nullptr) {
   WritableParent writable(tree, c.path);
   State s = side(c, true);
   State before = side(c, false);
@@ -416,6 +484,8 @@ Result<void> materialize(Tree& tree, const Change& c, const std::string& tmp_tag
     if (is_root() && s.opt_uid && ::fchownat(par.fd, name, s.uid, s.gid, AT_SYMLINK_NOFOLLOW) != 0) {
       return fail("chown " + log::quote(c.path));
     }
+    if (!is_root() && s.xattrs) (void)::fchmodat(par.fd, name, written_mode(s) | 0600, 0);
+    if (auto r = set_xattrs_at(par.fd, par.name, s, c.path, true); !r) return r;
     if (::fchmodat(par.fd, name, written_mode(s), AT_SYMLINK_NOFOLLOW) != 0) return fail("chmod " + log::quote(c.path));
     crash_point();
     return {};
@@ -436,6 +506,19 @@ Result<void> materialize(Tree& tree, const Change& c, const std::string& tmp_tag
       return {};
     }
     case FileType::Regular: {
+      // Another name of the same inode, already in place: a hard link again, as recorded.
+      if (link_from != nullptr) {
+        auto from = tree.open_parent(*link_from);
+        auto again = tree.parent(c.path);
+        if (from && again && ::linkat(from->fd.get(), from->name.c_str(), again->fd, tmp.c_str(), 0) == 0) {
+          crash_point();
+          return replace_with(again->fd, tmp, name, c.path);
+        }
+        par_r = tree.parent(c.path);
+        if (!par_r) return std::unexpected(par_r.error());
+        par = *par_r;
+        name = par.name.c_str();
+      }
       auto src = open_content(s);
       if (!src) return std::unexpected(src.error());
       UniqueFd out(::openat(par.fd, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
@@ -446,6 +529,7 @@ Result<void> materialize(Tree& tree, const Change& c, const std::string& tmp_tag
         auto n = util::copy_sparse(src->get(), out.get());
         if (!n) return std::unexpected(SysError{n.error().what + " (writing " + log::quote(c.path) + ")", n.error().err});
         if (is_root() && s.opt_uid && ::fchown(out.get(), s.uid, s.gid) != 0) return fail("chown " + log::quote(c.path));
+        if (auto r = set_xattrs_at(par.fd, tmp, s, c.path, false); !r) return r;
         if (::fchmod(out.get(), written_mode(s)) != 0) return fail("chmod " + log::quote(c.path));
         struct timespec ts[2];
         ts[0].tv_sec = s.mtime_ns / 1000000000;
@@ -493,7 +577,7 @@ Result<void> settle_dirs(Tree& tree, std::vector<DirMeta>& dirs) {
     if (!par) return std::unexpected(par.error());
     struct stat st {};
     if (::fstatat(par->fd, par->name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode)) continue;
-    if (auto r = set_meta_at(par->fd, par->name, d.s, d.path, true); !r) return r;
+    if (auto r = set_meta_at(par->fd, par->name, d.s, d.path, true, true); !r) return r;
   }
   return {};
 }
@@ -569,9 +653,114 @@ Change inverse(const Change& c) {
   std::swap(r.old_gid, r.new_gid);
   std::swap(r.old_blob, r.new_blob);
   std::swap(r.old_link, r.new_link);
+  std::swap(r.old_xattrs, r.new_xattrs);
+  std::swap(r.old_inode, r.new_inode);
   if (c.kind == store::ChangeKind::Added) r.kind = store::ChangeKind::Deleted;
   if (c.kind == store::ChangeKind::Deleted) r.kind = store::ChangeKind::Added;
   return r;
+}
+
+// A host entry in a directory that the session removes or replaces as a whole, which the
+// session does not account for: added (or changed) on the host after the command saw the
+// directory. `before_seq`: the change removing the directory (0: the directory stays).
+struct Unseen {
+  std::string path;
+  std::int64_t before_seq = 0;
+};
+
+std::string last_name(const std::string& p) {
+  auto slash = p.rfind('/');
+  return slash == std::string::npos ? p : p.substr(slash + 1);
+}
+
+Result<std::vector<Unseen>> find_unseen(store::Store& store, Tree& tree, const store::Session& s, const std::vector<Change>& changes,
+                                        const std::vector<bool>& skip, const SessionPolicy& policy) {
+  // Every name the session knows, by directory: its changes, and what its opaque
+  // directories held.
+  std::map<std::string, std::set<std::string>> known;
+  for (const auto& c : changes) known[path::parent(c.path)].insert(last_name(c.path));
+  std::vector<std::pair<std::string, std::int64_t>> claimed;
+  for (std::size_t i = 0; i < changes.size(); ++i) {
+    const Change& c = changes[i];
+    if (!skip[i] && c.old_type == FileType::Directory && c.new_type != FileType::Directory) claimed.emplace_back(c.path, c.seq);
+  }
+  // A restore only removes what the session made: an opaque directory is the session's
+  // claim, not its undo's.
+  if (s.kind == store::SessionKind::Run) {
+    auto opaque = store.opaque_dirs(s.id);
+    if (!opaque) return std::unexpected(opaque.error());
+    for (const auto& d : *opaque) {
+      auto& names = known[d.path];
+      names.insert(d.names.begin(), d.names.end());
+      claimed.emplace_back(d.path, 0);
+    }
+  }
+  std::vector<Unseen> out;
+  for (const auto& [dir, seq] : claimed) {
+    auto fd = tree.open_dir(dir);
+    if (!fd) {
+      int e = fd.error().err;
+      if (e == ENOENT || e == ENOTDIR || e == ELOOP || e == EXDEV) continue;  // gone already, or not a directory here
+      return std::unexpected(fd.error());
+    }
+    DIR* d = ::fdopendir(fd->release());
+    if (d == nullptr) return fail("opendir " + log::quote(dir));
+    std::vector<std::string> names;
+    errno = 0;
+    while (dirent* e = ::readdir(d)) {
+      if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) names.emplace_back(e->d_name);
+    }
+    int err = errno;
+    ::closedir(d);
+    if (err != 0) return fail("readdir " + log::quote(dir), err);
+    const auto& have = known[dir];
+    std::sort(names.begin(), names.end());
+    for (const auto& n : names) {
+      if (have.count(n) != 0 || n.rfind(".zerobox-tmp-", 0) == 0) continue;
+      std::string p = path::join(dir, n);
+      if (protected_change(p, Change{}, policy.protected_paths)) continue;  // never touched anyway
+      out.push_back({p, seq});
+    }
+  }
+  return out;
+}
+
+// Records the host entry p and everything below it as deletions (children first) with
+// their pre-images, so that undoing the operation brings them back.
+Result<void> capture_tree(store::Store& store, Tree& tree, const std::string& p, std::vector<Change>& out, std::size_t depth = 0) {
+  if (depth > 2000) return fail_msg(log::quote(p) + ": more than 2000 nested directories");
+  auto o = observe(tree, p);
+  if (!o) return std::unexpected(o.error());
+  if (!o->exists) return {};
+  if (o->type == FileType::Directory) {
+    auto fd = tree.open_dir(p);
+    if (!fd) return std::unexpected(fd.error());
+    DIR* d = ::fdopendir(fd->release());
+    if (d == nullptr) return fail("opendir " + log::quote(p));
+    std::vector<std::string> names;
+    while (dirent* e = ::readdir(d)) {
+      if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) names.emplace_back(e->d_name);
+    }
+    ::closedir(d);
+    std::sort(names.begin(), names.end());
+    for (const auto& n : names) {
+      if (auto r = capture_tree(store, tree, path::join(p, n), out, depth + 1); !r) return r;
+    }
+    o = observe(tree, p);
+    if (!o) return std::unexpected(o.error());
+    if (!o->exists) return {};
+  }
+  Change c;
+  c.path = p;
+  c.kind = store::ChangeKind::Deleted;
+  if (auto r = capture(store, tree, c, *o); !r) return r;
+  out.push_back(std::move(c));
+  return {};
+}
+
+// The session a user knows an operation by: a restore by the session it restores.
+std::string shown_session(const store::Session& s) {
+  return (s.kind == store::SessionKind::Restore && s.parent ? *s.parent : s.id).substr(0, 12);
 }
 
 // Check, optionally capture, then apply every change of a session. The caller holds the
@@ -589,15 +778,17 @@ Result<ApplyReport> apply_changes(store::Store& store, const store::Session& s, 
   SessionPolicy policy = SessionPolicy::from_json(s.policy.value_or(""));
   Tree tree(s.roots);
   std::vector<Checked> checked;
-  checked.reserve(changes->size());
-  std::vector<bool> skip(changes->size(), false);
-  {
+  std::vector<bool> skip;
+  auto check_all = [&]() -> Result<void> {
+    report.conflicts.clear();
+    checked.clear();
+    checked.reserve(changes->size());
+    skip.assign(changes->size(), false);
     Progress progress(opts.progress, "checking", changes->size());
     for (std::size_t i = 0; i < changes->size(); ++i) {
       const Change& c = (*changes)[i];
       progress.tick(i + 1);
       if (protected_change(c.path, c, policy.protected_paths)) {
-        log::warning("not applied: " + log::quote(c.path) + " is protected");
         skip[i] = true;
         checked.push_back({});
         continue;
@@ -607,20 +798,79 @@ Result<ApplyReport> apply_changes(store::Store& store, const store::Session& s, 
       if (ch->where == Where::Conflict) report.conflicts.push_back(describe_conflict(c, ch->now));
       checked.push_back(std::move(*ch));
     }
+    return {};
+  };
+  if (auto r = check_all(); !r) return std::unexpected(r.error());
+  for (std::size_t i = 0; i < changes->size(); ++i) {
+    if (skip[i]) log::warning("not applied: " + log::quote((*changes)[i].path) + " is protected");
+  }
+  auto unseen = find_unseen(store, tree, s, *changes, skip, policy);
+  if (!unseen) return std::unexpected(unseen.error());
+  for (const auto& u : *unseen) {
+    report.conflicts.push_back(log::quote(u.path) + " is not part of the session: it was added or changed on the host after the command saw its directory");
   }
   if (!report.conflicts.empty() && !opts.force) return report;
+
+  // Every content about to be written is checked against its hash first: a blob changed
+  // in the store is refused before anything is written.
+  {
+    std::set<std::string> verified;
+    for (std::size_t i = 0; i < changes->size(); ++i) {
+      const Change& c = (*changes)[i];
+      if (skip[i] || checked[i].where == Where::After || c.new_type != FileType::Regular || !c.new_blob || c.new_blob->empty()) continue;
+      if (verified.count(*c.new_blob) != 0) continue;
+      auto ok = store.verify_blob(*c.new_blob);
+      if (!ok) {
+        return fail_msg("session " + shown_session(s) + ": the stored content of " + log::quote(c.path) + " (blob " + *c.new_blob +
+                        ") cannot be read: " + ok.error().message() + "; nothing was changed");
+      }
+      if (!*ok) {
+        return fail_msg("session " + shown_session(s) + ": the stored content of " + log::quote(c.path) + " does not match its hash (blob " +
+                        *c.new_blob + "): the store was changed outside zerobox; nothing was changed");
+      }
+      verified.insert(*c.new_blob);
+    }
+  }
 
   auto begun = begin();
   if (!begun) return std::unexpected(begun.error());
   std::string tag = *begun;
 
   // Forced: what is really there becomes the before-state, so an undo returns to it.
-  for (std::size_t i = 0; i < changes->size(); ++i) {
-    if (skip[i] || checked[i].where != Where::Conflict) continue;
-    Change& c = (*changes)[i];
-    if (auto r = capture(store, tree, c, checked[i].now); !r) return std::unexpected(r.error());
-    if (auto r = store.set_change_old(s.id, c); !r) return std::unexpected(r.error());
-    crash_point();
+  auto capture_conflicts = [&]() -> Result<void> {
+    for (std::size_t i = 0; i < changes->size(); ++i) {
+      if (skip[i] || checked[i].where != Where::Conflict) continue;
+      Change& c = (*changes)[i];
+      if (auto r = capture(store, tree, c, checked[i].now); !r) return r;
+      if (auto r = store.set_change_old(s.id, c); !r) return r;
+      crash_point();
+      checked[i].where = Where::Before;
+    }
+    return {};
+  };
+  if (auto r = capture_conflicts(); !r) return std::unexpected(r.error());
+  // Forced over host entries the session never saw: recorded as deletions (with their
+  // pre-images) before the change that removes their directory, or at the end when the
+  // directory stays; nothing is removed that the journal does not hold.
+  if (!unseen->empty()) {
+    std::map<std::int64_t, std::vector<Change>, std::greater<>> groups;
+    for (const auto& u : *unseen) {
+      auto& rows = groups[u.before_seq == 0 ? std::numeric_limits<std::int64_t>::max() : u.before_seq];
+      if (auto r = capture_tree(store, tree, u.path, rows); !r) return std::unexpected(r.error());
+    }
+    // From the last position to the first, so that each insert leaves the next one's seq
+    // where it was.
+    for (auto& [seq, rows] : groups) {
+      auto at = seq == std::numeric_limits<std::int64_t>::max() ? 0 : seq;
+      if (auto r = store.insert_changes(s.id, at, rows); !r) return std::unexpected(r.error());
+      crash_point();
+    }
+    changes = store.changes(s.id);
+    if (!changes) return std::unexpected(changes.error());
+    std::vector<std::string> forced = std::move(report.conflicts);
+    if (auto r = check_all(); !r) return std::unexpected(r.error());
+    if (auto r = capture_conflicts(); !r) return std::unexpected(r.error());
+    report.conflicts.insert(report.conflicts.begin(), forced.begin(), forced.end());
   }
   if (!report.conflicts.empty()) {
     if (auto r = store.sync(); !r) return std::unexpected(r.error());
@@ -633,19 +883,33 @@ Result<ApplyReport> apply_changes(store::Store& store, const store::Session& s, 
     if (!b) return fail("the content of a change is missing from the store (blob " + st.blob + ")", b.error().err);
     return b;
   };
+  // The first name in place of each recorded inode: the others become hard links of it.
+  std::map<std::int64_t, std::pair<std::string, State>> first_name;
+  auto same_file = [](const State& a, const State& b) {
+    return a.blob == b.blob && a.mode == b.mode && a.opt_uid == b.opt_uid && a.gid == b.gid && a.mtime_ns == b.mtime_ns &&
+           a.xattrs == b.xattrs && a.size == b.size;
+  };
   std::vector<DirMeta> dirs;
   Progress progress(opts.progress, verb, changes->size());
   for (std::size_t i = 0; i < changes->size(); ++i) {
     progress.tick(i + 1);
     if (skip[i]) continue;
     const Change& c = (*changes)[i];
+    State after = side(c, true);
+    bool linkable = after.type == FileType::Regular && after.inode;
     if (checked[i].where == Where::After) {
-      if (c.new_type == FileType::Directory) dirs.push_back({c.path, side(c, true)});
+      if (c.new_type == FileType::Directory) dirs.push_back({c.path, after});
+      if (linkable) first_name.try_emplace(*after.inode, c.path, after);
       continue;
+    }
+    const std::string* link_from = nullptr;
+    if (linkable) {
+      auto it = first_name.find(*after.inode);
+      if (it != first_name.end() && same_file(it->second.second, after)) link_from = &it->second.first;
     }
     // A directory replaced or removed invalidates the cached parent fd.
     if (c.old_type == FileType::Directory || c.new_type == FileType::Directory || c.old_type == FileType::Symlink) tree.forget();
-    if (auto r = materialize(tree, c, tag, from_blob, dirs); !r) {
+    if (auto r = materialize(tree, c, tag, from_blob, dirs, link_from); !r) {
       // A failure (a full disk, a permission) rather than a crash: put back what was
       // already changed, newest first, so the tree is as it was before the operation.
       std::vector<DirMeta> undo_dirs;
@@ -667,6 +931,7 @@ Result<ApplyReport> apply_changes(store::Store& store, const store::Session& s, 
       }
       return std::unexpected(r.error());
     }
+    if (linkable) first_name.try_emplace(*after.inode, c.path, after);
     ++report.applied;
   }
   if (auto r = settle_dirs(tree, dirs); !r) return std::unexpected(r.error());

@@ -10,6 +10,15 @@
 //      are all listed, and nothing is changed, unless `force`: then each conflicting
 //      target's actual state is recorded as the change's before-state (its content as a
 //      new blob) so that undoing the session returns to exactly what was replaced.
+//      A directory the session removes (its changes say what it held), or replaces as a
+//      whole (an opaque directory of a run, store::OpaqueDir), is listed too: a host entry
+//      in it that the session does not account for was added or changed after the command
+//      saw the directory, and is a conflict. Forced, it and everything below it are
+//      recorded as deletions with their pre-images (inserted before the change removing
+//      the directory), so nothing is removed that the journal does not hold.
+//      Then every blob about to be written is checked against its hash
+//      (Store::verify_blob): one that does not match fails the operation before anything
+//      is written.
 //   2. Intent. An intent row names the session and the operation before the first write.
 //   3. Apply, in journal order (deletions bottom-up, additions top-down). Every path is
 //      resolved below its tracked root with openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS
@@ -17,9 +26,12 @@
 //      redirects a write. Files, symlinks and FIFOs are created under a temporary name in
 //      their directory (".zerobox-tmp-SEQ-TAG", TAG random per operation and kept in the intent) with their mode, owner (as root only) and
 //      mtime, then renamed over the target, so each target is always either before or
-//      after. setuid/setgid bits are dropped and no xattr (file capabilities) is copied;
+//      after. setuid/setgid bits are dropped; the recorded xattrs are set (a run's new side
+//      holds only user.* ones, so no file capability leaves a sandbox; a pre-image holds
+//      every one the journal could read, set where permitted, with a warning otherwise);
+//      the names of a pre-image's inode (Change::old_inode) become hard links again;
 //      device nodes are never created and unix sockets are skipped, with a warning.
-//      Directory modes and mtimes are set last.
+//      Directory modes, xattrs and mtimes are set last.
 //   4. The session's state changes and the intent is removed in one step each.
 // A crash (or kill) anywhere leaves the intent behind; the next zerobox that opens the
 // store (recover_interrupted) finishes the operation: done targets are at their

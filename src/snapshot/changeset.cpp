@@ -16,6 +16,7 @@
 #include <optional>
 #include <utility>
 
+#include "util/copy.hpp"
 #include "util/fd.hpp"
 
 namespace zb::snapshot {
@@ -121,7 +122,19 @@ FileType type_of(const struct stat& st) {
 
 bool sized(FileType t) { return t == FileType::Regular || t == FileType::Symlink; }
 
-void fill_old(store::Change& c, const struct stat& st, std::optional<std::string> link) {
+Result<std::string> xattrs_of(int dir_fd, const char* name, util::XattrScope scope, const std::string& what) {
+  auto x = util::read_xattrs(dir_fd, name, scope);
+  if (!x) return std::unexpected(SysError{x.error().what + " (" + what + ")", x.error().err});
+  return store::encode_xattrs(*x);
+}
+
+std::int64_t ctime_ns(const struct stat& st) {
+  return static_cast<std::int64_t>(st.st_ctim.tv_sec) * 1'000'000'000 +
+         static_cast<std::int64_t>(st.st_ctim.tv_nsec);
+}
+
+Result<void> fill_old(store::Change& c, int dir_fd, const char* name, const std::string& what, const struct stat& st,
+                      std::optional<std::string> link) {
   FileType t = type_of(st);
   c.old_type = t;
   c.old_mode = perm_bits(st);
@@ -130,9 +143,15 @@ void fill_old(store::Change& c, const struct stat& st, std::optional<std::string
   c.old_uid = st.st_uid;
   c.old_gid = st.st_gid;
   c.old_link = std::move(link);
+  if (t == FileType::Regular && st.st_nlink > 1) c.old_inode = inode_label(st);
+  auto x = xattrs_of(dir_fd, name, util::XattrScope::All, what);
+  if (!x) return std::unexpected(x.error());
+  c.old_xattrs = std::move(*x);
+  return {};
 }
 
-void fill_new(ScannedChange& sc, const struct stat& st, std::optional<std::string> link) {
+Result<void> fill_new(ScannedChange& sc, int dir_fd, const char* name, const std::string& what, const struct stat& st,
+                      std::optional<std::string> link) {
   store::Change& c = sc.change;
   FileType t = type_of(st);
   c.new_type = t;
@@ -144,6 +163,10 @@ void fill_new(ScannedChange& sc, const struct stat& st, std::optional<std::strin
   c.new_link = std::move(link);
   sc.new_nlink = static_cast<std::uint64_t>(st.st_nlink);
   sc.new_ino = static_cast<std::uint64_t>(st.st_ino);
+  auto x = xattrs_of(dir_fd, name, util::XattrScope::Carried, what);
+  if (!x) return std::unexpected(x.error());
+  c.new_xattrs = std::move(*x);
+  return {};
 }
 
 // The value of xattr `name` if it is exactly "y" (or the other one-letter value asked for).
@@ -175,7 +198,7 @@ Result<bool> is_xattr_whiteout(int dir_fd, const char* name, const std::string& 
 
 class Walker {
  public:
-  Walker(const ChangeSink& sink, const ScanOptions& options) : m_sink(sink) {
+  Walker(const ChangeSink& sink, const ScanOptions& options) : m_sink(sink), m_since(options.since_ns), m_on_opaque(options.on_opaque) {
     std::string prefix = options.xattrs == OverlayXattrs::User ? "user.overlay." : "trusted.overlay.";
     m_opaque = prefix + "opaque";
     m_whiteout = prefix + "whiteout";
@@ -197,12 +220,19 @@ class Walker {
     }
     auto listing = open_listing(upper, "upper " + shown(rel));
     if (!listing) return std::unexpected(listing.error());
+    // The baseline of a directory that hides its lower one: what the command left in it.
+    bool baseline = lower >= 0 && hidden && m_on_opaque;
+    std::vector<std::string> names;
     for (;;) {
       auto e = next_entry(listing->get(), "upper " + shown(rel));
       if (!e) return std::unexpected(e.error());
-      if (*e == nullptr) return {};
-      if (auto r = visit(upper, lower, hidden, rel, (*e)->d_name); !r) return r;
+      if (*e == nullptr) break;
+      auto kept = visit(upper, lower, hidden, rel, (*e)->d_name);
+      if (!kept) return std::unexpected(kept.error());
+      if (baseline && *kept) names.emplace_back((*e)->d_name);
     }
+    if (baseline) return m_on_opaque(rel, names);
+    return {};
   }
 
  private:
@@ -224,9 +254,13 @@ class Walker {
       auto lst = stat_at(lower, name, "lower " + path);
       if (!lst) return std::unexpected(lst.error());
       if (!lst->has_value()) continue;  // vanished meanwhile
+      if (unseen(**lst)) continue;
       if (auto r = report_deleted(lower, name, **lst, path); !r) return r;
     }
   }
+
+  // A lower entry hidden wholesale that the host added or changed during the run.
+  bool unseen(const struct stat& st) const { return m_since > 0 && !S_ISDIR(st.st_mode) && ctime_ns(st) >= m_since; }
 
   // A lower entry is gone: its subtree first (post-order), then the entry.
   Result<void> report_deleted(int lower, const char* name, const struct stat& lst,
@@ -243,7 +277,7 @@ class Walker {
       if (!l) return std::unexpected(l.error());
       link = std::move(*l);
     }
-    fill_old(sc.change, lst, std::move(link));
+    if (auto r = fill_old(sc.change, lower, name, "lower " + path, lst, std::move(link)); !r) return r;
     return emit(std::move(sc));
   }
 
@@ -264,15 +298,17 @@ class Walker {
       auto st = stat_at(dir.get(), (*e)->d_name, "lower " + sub);
       if (!st) return std::unexpected(st.error());
       if (!st->has_value()) continue;
+      if (unseen(**st)) continue;
       if (auto r = report_deleted(dir.get(), (*e)->d_name, **st, sub); !r) return r;
     }
   }
 
-  Result<void> visit(int upper, int lower, bool hidden, const std::string& rel, const char* name) {
+  // True when the entry is part of the merged view (not a whiteout).
+  Result<bool> visit(int upper, int lower, bool hidden, const std::string& rel, const char* name) {
     std::string path = child_path(rel, name);
     auto ust_r = stat_at(upper, name, "upper " + path);
     if (!ust_r) return std::unexpected(ust_r.error());
-    if (!ust_r->has_value()) return {};  // cannot happen once the sandbox is gone
+    if (!ust_r->has_value()) return false;  // cannot happen once the sandbox is gone
     const struct stat ust = **ust_r;
 
     std::optional<struct stat> lst;
@@ -289,11 +325,15 @@ class Walker {
       whiteout = *w;
     }
     if (whiteout) {
-      if (!lst) return {};  // a whiteout over nothing (created, then deleted)
-      return report_deleted(lower, name, *lst, path);
+      if (!lst) return false;  // a whiteout over nothing (created, then deleted)
+      if (auto r = report_deleted(lower, name, *lst, path); !r) return std::unexpected(r.error());
+      return false;
     }
 
-    if (S_ISDIR(ust.st_mode)) return visit_dir(upper, lower, hidden, name, path, ust, lst);
+    if (S_ISDIR(ust.st_mode)) {
+      if (auto r = visit_dir(upper, lower, hidden, name, path, ust, lst); !r) return std::unexpected(r.error());
+      return true;
+    }
 
     std::optional<std::string> new_link;
     if (S_ISLNK(ust.st_mode)) {
@@ -305,8 +345,9 @@ class Walker {
     sc.change.path = path;
     if (!lst) {
       sc.change.kind = ChangeKind::Added;
-      fill_new(sc, ust, std::move(new_link));
-      return emit(std::move(sc));
+      if (auto r = fill_new(sc, upper, name, "upper " + path, ust, std::move(new_link)); !r) return std::unexpected(r.error());
+      if (auto r = emit(std::move(sc)); !r) return std::unexpected(r.error());
+      return true;
     }
     std::optional<std::string> old_link;
     if (S_ISLNK(lst->st_mode)) {
@@ -317,7 +358,7 @@ class Walker {
     if ((ust.st_mode & S_IFMT) != (lst->st_mode & S_IFMT)) {
       // The lower directory's contents go before the entry replacing it.
       if (S_ISDIR(lst->st_mode)) {
-        if (auto r = delete_contents(lower, name, path); !r) return r;
+        if (auto r = delete_contents(lower, name, path); !r) return std::unexpected(r.error());
       }
       sc.change.kind = ChangeKind::TypeChanged;
     } else {
@@ -328,12 +369,13 @@ class Walker {
       } else if (!same_attrs(ust, *lst)) {
         sc.change.kind = ChangeKind::ModeChanged;
       } else {
-        return {};  // a copy-up that changed nothing visible
+        return true;  // a copy-up that changed nothing visible
       }
     }
-    fill_old(sc.change, *lst, std::move(old_link));
-    fill_new(sc, ust, std::move(new_link));
-    return emit(std::move(sc));
+    if (auto r = fill_old(sc.change, lower, name, "lower " + path, *lst, std::move(old_link)); !r) return std::unexpected(r.error());
+    if (auto r = fill_new(sc, upper, name, "upper " + path, ust, std::move(new_link)); !r) return std::unexpected(r.error());
+    if (auto r = emit(std::move(sc)); !r) return std::unexpected(r.error());
+    return true;
   }
 
   Result<void> visit_dir(int upper, int lower, bool hidden, const char* name,
@@ -346,8 +388,8 @@ class Walker {
     if (lst && S_ISDIR(lst->st_mode)) {
       if (!same_attrs(ust, *lst)) {
         sc.change.kind = ChangeKind::ModeChanged;
-        fill_old(sc.change, *lst, std::nullopt);
-        fill_new(sc, ust, std::nullopt);
+        if (auto r = fill_old(sc.change, lower, name, "lower " + path, *lst, std::nullopt); !r) return r;
+        if (auto r = fill_new(sc, upper, name, "upper " + path, ust, std::nullopt); !r) return r;
         if (auto r = emit(std::move(sc)); !r) return r;
       }
       UniqueFd ldir(::openat(lower, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
@@ -362,11 +404,11 @@ class Walker {
         old_link = std::move(*l);
       }
       sc.change.kind = ChangeKind::TypeChanged;
-      fill_old(sc.change, *lst, std::move(old_link));
+      if (auto r = fill_old(sc.change, lower, name, "lower " + path, *lst, std::move(old_link)); !r) return r;
     } else {
       sc.change.kind = ChangeKind::Added;
     }
-    fill_new(sc, ust, std::nullopt);
+    if (auto r = fill_new(sc, upper, name, "upper " + path, ust, std::nullopt); !r) return r;
     if (auto r = emit(std::move(sc)); !r) return r;
     return walk_dir(udir->get(), -1, false, path);
   }
@@ -399,6 +441,8 @@ class Walker {
   }
 
   const ChangeSink& m_sink;
+  std::int64_t m_since = 0;
+  const OpaqueSink& m_on_opaque;
   std::string m_opaque;
   std::string m_whiteout;
 };
@@ -432,6 +476,13 @@ Result<std::size_t> pread_full(int fd, char* buf, std::size_t len, off_t off) {
 }
 
 }  // namespace
+
+std::int64_t inode_label(const struct stat& st) {
+  // Only compared within one session: a mix of both numbers is enough.
+  auto dev = static_cast<std::uint64_t>(st.st_dev);
+  auto ino = static_cast<std::uint64_t>(st.st_ino);
+  return static_cast<std::int64_t>((ino ^ (dev * 0x9E3779B97F4A7C15ULL)) & 0x7fffffffffffffffULL);
+}
 
 Result<bool> same_content(int a, int b, std::int64_t size_in) {
   constexpr std::size_t k_chunk = 64 * 1024;

@@ -23,6 +23,12 @@
 //   a directory present in both                  `mode_changed` if its mode or owner
 //                                                changed, else nothing; then recursed into
 //
+// Every reported side carries its xattrs (Change::old_xattrs: every one readable, from the
+// lower entry; new_xattrs: user.* other than user.overlay.*, util::XattrScope::Carried);
+// a lower regular file with other hard links carries an inode label (old_inode), so that
+// a restore links its names again. Hard links the command made are not labelled: accept
+// writes them as separate files.
+//
 // Opaque directories (xattr overlay.opaque = "y") hide the whole lower directory: every
 // lower entry without an upper entry of the same name is `deleted`. Upper entries below an
 // opaque directory are still compared with the lower entry of the same name, so the result
@@ -53,6 +59,7 @@
 // (SEEK_DATA/SEEK_HOLE) are skipped without reading.
 #pragma once
 
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include <cstdint>
@@ -72,9 +79,26 @@ namespace zb::snapshot {
 // `user.overlay.opaque` on its own files, and that must not be read as an opaque marker.
 enum class OverlayXattrs { User, Trusted };
 
+// A directory of the upper layer that hides a lower directory of the same path (opaque,
+// or below one): rel as in ScannedChange, and the names of its upper entries other than
+// whiteouts, the whole contents of the merged directory.
+using OpaqueSink = std::function<Result<void>(const std::string& rel, const std::vector<std::string>& names)>;
+
 struct ScanOptions {
   OverlayXattrs xattrs = OverlayXattrs::User;
+  // Lower entries that are not directories and that the merged view hides wholesale (in
+  // an opaque directory without an upper entry of their name, or below a deleted
+  // directory) are not reported when their ctime is at or after this time (ns since the
+  // epoch; 0: never): they were added or changed on the host while the command ran, so it
+  // cannot have seen them as they are. Accept finds them and refuses (apply.hpp). Entries
+  // the command deleted by name (a whiteout of their own) are always reported.
+  std::int64_t since_ns = 0;
+  // Called once per directory that hides a lower directory, after its entries.
+  OpaqueSink on_opaque;
 };
+
+// A label shared by the names of one inode (dev and ino), for Change::old_inode/new_inode.
+std::int64_t inode_label(const struct stat& st);
 
 // One change found in the upper layer.
 //

@@ -245,8 +245,23 @@ Result<JournalStats> journal_session(store::Store& store, const store::Session& 
       if (batch.size() >= 1000) return flush();
       return {};
     };
-    if (auto r = for_each_change(upper_fd.get(), lower_fd.get(), sink, {.xattrs = OverlayXattrs::User}); !r) return std::unexpected(r.error());
+    // Directories the command replaced as a whole: what they held, so that accept can tell
+    // the host's later additions from what the command left there.
+    std::vector<store::OpaqueDir> opaque;
+    auto on_opaque = [&](const std::string& rel, const std::vector<std::string>& names) -> Result<void> {
+      std::string abs = rel.empty() ? root : path::join(root, rel);
+      Change dir;
+      dir.new_type = FileType::Directory;
+      if (protected_change(abs, dir, policy.protected_paths)) return {};
+      std::string rel_base = base == "/" ? abs.substr(1) : (abs == base ? std::string() : abs.substr(base.size() + 1));
+      if (!excludes->empty() && excludes->matches(rel_base, true)) return {};
+      opaque.push_back({abs, names});
+      return {};
+    };
+    ScanOptions scan{.xattrs = OverlayXattrs::User, .since_ns = session.created_at, .on_opaque = on_opaque};
+    if (auto r = for_each_change(upper_fd.get(), lower_fd.get(), sink, scan); !r) return std::unexpected(r.error());
     if (auto r = flush(); !r) return std::unexpected(r.error());
+    if (auto r = store.add_opaque_dirs(session.id, opaque); !r) return std::unexpected(r.error());
     // Excluded paths: applied now, in every mode, never journaled.
     for (const auto& [c, content] : excluded) {
       if (auto r = apply_from_file(root, c, content); !r) return std::unexpected(r.error());

@@ -10,7 +10,12 @@
 //   - a path matching --snapshot-exclude is applied to the real filesystem right away,
 //     in every mode, and never journaled;
 //   - otherwise the pre-image (old content, from the real file) and the new content (moved
-//     out of the upper layer) become blobs, and the change becomes a journal row.
+//     out of the upper layer) become blobs, and the change becomes a journal row (with the
+//     xattrs and hard-link labels of changeset.hpp).
+// Directories the command replaced as a whole are recorded with what they held
+// (store::OpaqueDir); entries the host added or changed during the run in a directory the
+// command replaced or removed are left out (ScanOptions::since_ns is the session's start),
+// so that applying the session finds them and refuses (apply.hpp).
 // The upper and work directories are removed at the end: the journal alone describes the
 // session from then on.
 #pragma once

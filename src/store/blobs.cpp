@@ -36,7 +36,8 @@ struct Digest {
   std::int64_t size = 0;
 };
 
-Result<Digest> hash_stream(int fd, int out_fd, const std::string& shown_in, const std::string& shown_out) {
+// holes=false hashes every byte (holes read as zeros), as a pipe is hashed.
+Result<Digest> hash_stream(int fd, int out_fd, const std::string& shown_in, const std::string& shown_out, bool holes = true) {
   std::unique_ptr<XXH3_state_t, FreeXxh> state(XXH3_createState());
   if (!state) return fail("XXH3_createState", ENOMEM);
   XXH3_128bits_reset(state.get());
@@ -47,7 +48,7 @@ Result<Digest> hash_stream(int fd, int out_fd, const std::string& shown_in, cons
   // sparse file is not the plain XXH3 of its bytes; blobs are compared byte for byte
   // before they are shared anyway (install_blob).
   struct stat in_st {};
-  bool sparse_aware = ::fstat(fd, &in_st) == 0 && S_ISREG(in_st.st_mode);
+  bool sparse_aware = holes && ::fstat(fd, &in_st) == 0 && S_ISREG(in_st.st_mode);
   off_t data_end = -1;  // where the current data range ends (a hole starts)
   for (;;) {
     if (sparse_aware && data_end >= 0) {
@@ -399,6 +400,30 @@ Result<void> Store::release_blob(std::string_view hash_view) {
   // never a row without its file.
   detail::unlink_blob_files(m_blobs_fd.get(), dropped->deleted);
   return {};
+}
+
+Result<bool> Store::verify_blob(std::string_view hash_view) {
+  std::string hash(hash_view);
+  if (auto r = check_hash(hash); !r) return std::unexpected(r.error());
+  auto fd = open_blob(hash);
+  if (!fd) return std::unexpected(fd.error());
+  // The name is the key of the content, or (after a collision) one of the keys derived
+  // from it. The key of a regular source counts its holes (hash_stream), and the blob
+  // keeps the source's holes; a blob from a pipe was keyed on all of its bytes.
+  auto matches = [&](const std::string& key) {
+    if (key == hash) return true;
+    for (int n = 1; n <= 64; ++n) {
+      if (next_key(key, n) == hash) return true;
+    }
+    return false;
+  };
+  for (bool holes : {true, false}) {
+    if (::lseek(fd->get(), 0, SEEK_SET) != 0) return fail("lseek " + blob_shown(m_dir, hash));
+    auto d = hash_stream(fd->get(), -1, blob_shown(m_dir, hash), "", holes);
+    if (!d) return std::unexpected(d.error());
+    if (matches(d->hash)) return true;
+  }
+  return false;
 }
 
 }  // namespace zb::store

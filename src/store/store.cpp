@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <charconv>
@@ -206,7 +207,22 @@ CREATE TABLE intents(
 CREATE INDEX intents_by_session ON intents(session);
 )sql";
 
-constexpr std::array<Migration, 1> k_migrations = {{{1, k_schema_v1}}};
+// Version 2: what restore needs to bring back besides content and mode (xattrs, hard
+// links) and the baseline of opaque directories.
+constexpr const char* k_schema_v2 = R"sql(
+ALTER TABLE changes ADD COLUMN old_xattrs BLOB;
+ALTER TABLE changes ADD COLUMN new_xattrs BLOB;
+ALTER TABLE changes ADD COLUMN old_inode INTEGER;
+ALTER TABLE changes ADD COLUMN new_inode INTEGER;
+CREATE TABLE opaque(
+  session TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+  path BLOB NOT NULL,
+  names BLOB NOT NULL,
+  PRIMARY KEY(session, path)
+);
+)sql";
+
+constexpr std::array<Migration, 2> k_migrations = {{{1, k_schema_v1}, {2, k_schema_v2}}};
 static_assert(k_migrations.back().to == k_schema_version);
 
 // meta.schema_version, or 0 for a journal without one (new, or not ours yet).
@@ -694,10 +710,10 @@ Result<void> Store::remove_session_unlocked(const std::string& id) {
 
 // --- Changes ----------------------------------------------------------------------
 
-Result<void> Store::add_changes(std::string_view session, const std::vector<Change>& changes) {
-  sqlite3* db = m_db.get();
-  auto txn = sql::Transaction::begin(db);
-  if (!txn) return std::unexpected(txn.error());
+namespace {
+
+// add_changes inside the caller's transaction.
+Result<void> append_changes(sqlite3* db, std::string_view session, const std::vector<Change>& changes) {
   auto exists = sql::Stmt::prepare(db, "SELECT 1 FROM sessions WHERE id = ?1");
   if (!exists) return std::unexpected(exists.error());
   auto row = exists->bind_text(1, session).step();
@@ -712,8 +728,9 @@ Result<void> Store::add_changes(std::string_view session, const std::vector<Chan
   auto st = sql::Stmt::prepare(db,
                                "INSERT INTO changes(session, seq, path, kind, old_type, new_type, old_mode, "
                                "new_mode, old_size, new_size, old_mtime_ns, new_mtime_ns, old_uid, old_gid, "
-                               "new_uid, new_gid, old_blob, new_blob, old_link, new_link) VALUES(?1, ?2, ?3, "
-                               "?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)");
+                               "new_uid, new_gid, old_blob, new_blob, old_link, new_link, old_xattrs, new_xattrs, "
+                               "old_inode, new_inode) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, "
+                               "?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24)");
   if (!st) return std::unexpected(st.error());
   auto type = [](const std::optional<FileType>& t) {
     return t ? std::optional<std::string>(to_string(*t)) : std::nullopt;
@@ -727,8 +744,20 @@ Result<void> Store::add_changes(std::string_view session, const std::vector<Chan
     st->bind_opt(13, c.old_uid).bind_opt(14, c.old_gid).bind_opt(15, c.new_uid).bind_opt(16, c.new_gid);
     st->bind_opt_text(17, c.old_blob).bind_opt_text(18, c.new_blob);
     st->bind_opt_blob(19, c.old_link).bind_opt_blob(20, c.new_link);
+    st->bind_opt_blob(21, c.old_xattrs).bind_opt_blob(22, c.new_xattrs);
+    st->bind_opt(23, c.old_inode).bind_opt(24, c.new_inode);
     if (auto r = st->run(); !r) return r;
   }
+  return {};
+}
+
+}  // namespace
+
+Result<void> Store::add_changes(std::string_view session, const std::vector<Change>& changes) {
+  sqlite3* db = m_db.get();
+  auto txn = sql::Transaction::begin(db);
+  if (!txn) return std::unexpected(txn.error());
+  if (auto r = append_changes(db, session, changes); !r) return r;
   return txn->commit();
 }
 
@@ -736,7 +765,8 @@ Result<std::vector<Change>> Store::changes(std::string_view session) {
   auto st = sql::Stmt::prepare(m_db.get(),
                                "SELECT seq, path, kind, old_type, new_type, old_mode, new_mode, old_size, "
                                "new_size, old_mtime_ns, new_mtime_ns, old_uid, old_gid, new_uid, new_gid, "
-                               "old_blob, new_blob, old_link, new_link FROM changes WHERE session = ?1 ORDER BY seq");
+                               "old_blob, new_blob, old_link, new_link, old_xattrs, new_xattrs, old_inode, new_inode "
+                               "FROM changes WHERE session = ?1 ORDER BY seq");
   if (!st) return std::unexpected(st.error());
   st->bind_text(1, session);
   std::vector<Change> out;
@@ -771,6 +801,10 @@ Result<std::vector<Change>> Store::changes(std::string_view session) {
     c.new_blob = st->opt_bytes(16);
     c.old_link = st->opt_bytes(17);
     c.new_link = st->opt_bytes(18);
+    c.old_xattrs = st->opt_bytes(19);
+    c.new_xattrs = st->opt_bytes(20);
+    c.old_inode = st->opt_int64(21);
+    c.new_inode = st->opt_int64(22);
     out.push_back(std::move(c));
   }
   return out;
@@ -804,12 +838,14 @@ Result<void> Store::set_change_old(std::string_view session, const Change& c) {
     previous = get->opt_bytes(0);
     auto st = sql::Stmt::prepare(db,
                                  "UPDATE changes SET old_type = ?3, old_mode = ?4, old_size = ?5, old_mtime_ns = ?6, "
-                                 "old_uid = ?7, old_gid = ?8, old_blob = ?9, old_link = ?10 WHERE session = ?1 AND seq = ?2");
+                                 "old_uid = ?7, old_gid = ?8, old_blob = ?9, old_link = ?10, old_xattrs = ?11, "
+                                 "old_inode = ?12 WHERE session = ?1 AND seq = ?2");
     if (!st) return std::unexpected(st.error());
     st->bind_text(1, session).bind(2, c.seq);
     st->bind_opt_text(3, c.old_type ? std::optional<std::string>(to_string(*c.old_type)) : std::nullopt);
     st->bind_opt(4, c.old_mode).bind_opt(5, c.old_size).bind_opt(6, c.old_mtime_ns);
     st->bind_opt(7, c.old_uid).bind_opt(8, c.old_gid).bind_opt_text(9, c.old_blob).bind_opt_blob(10, c.old_link);
+    st->bind_opt_blob(11, c.old_xattrs).bind_opt(12, c.old_inode);
     if (auto r = st->run(); !r) return r;
     if (auto r = txn->commit(); !r) return r;
   }
@@ -845,6 +881,119 @@ Result<void> Store::remove_intent(std::int64_t id) {
   auto st = sql::Stmt::prepare(m_db.get(), "DELETE FROM intents WHERE id = ?1");
   if (!st) return std::unexpected(st.error());
   return st->bind(1, id).run();
+}
+
+// --- Baselines and inserted changes -------------------------------------------------
+
+std::string encode_xattrs(const Xattrs& x) {
+  Xattrs sorted = x;
+  std::sort(sorted.begin(), sorted.end());
+  std::string out;
+  for (const auto& [name, value] : sorted) {
+    out += name;
+    out += '\0';
+    auto n = static_cast<std::uint32_t>(value.size());
+    for (int shift = 24; shift >= 0; shift -= 8) out += static_cast<char>((n >> shift) & 0xff);
+    out += value;
+  }
+  return out;
+}
+
+std::optional<Xattrs> decode_xattrs(std::string_view s) {
+  Xattrs out;
+  std::size_t pos = 0;
+  while (pos < s.size()) {
+    std::size_t nul = s.find('\0', pos);
+    if (nul == std::string_view::npos || nul == pos || s.size() - nul - 1 < 4) return std::nullopt;
+    std::uint32_t n = 0;
+    for (std::size_t i = 0; i < 4; ++i) n = (n << 8) | static_cast<unsigned char>(s[nul + 1 + i]);
+    std::size_t value_at = nul + 5;
+    if (s.size() - value_at < n) return std::nullopt;
+    out.emplace_back(std::string(s.substr(pos, nul - pos)), std::string(s.substr(value_at, n)));
+    pos = value_at + n;
+  }
+  return out;
+}
+
+Result<void> Store::add_opaque_dirs(std::string_view session, const std::vector<OpaqueDir>& dirs) {
+  if (dirs.empty()) return {};
+  sqlite3* db = m_db.get();
+  auto txn = sql::Transaction::begin(db);
+  if (!txn) return std::unexpected(txn.error());
+  auto st = sql::Stmt::prepare(db, "INSERT OR REPLACE INTO opaque(session, path, names) VALUES(?1, ?2, ?3)");
+  if (!st) return std::unexpected(st.error());
+  for (const auto& d : dirs) {
+    std::string names;
+    for (const auto& n : d.names) {
+      names += n;
+      names += '\0';
+    }
+    st->reset();
+    if (auto r = st->bind_text(1, session).bind_blob(2, d.path).bind_blob(3, names).run(); !r) return r;
+  }
+  return txn->commit();
+}
+
+Result<std::vector<OpaqueDir>> Store::opaque_dirs(std::string_view session) {
+  auto st = sql::Stmt::prepare(m_db.get(), "SELECT path, names FROM opaque WHERE session = ?1 ORDER BY path");
+  if (!st) return std::unexpected(st.error());
+  st->bind_text(1, session);
+  std::vector<OpaqueDir> out;
+  for (;;) {
+    auto row = st->step();
+    if (!row) return std::unexpected(row.error());
+    if (!*row) break;
+    OpaqueDir d;
+    d.path = st->bytes(0);
+    std::string names = st->bytes(1);
+    for (std::size_t pos = 0; pos < names.size();) {
+      std::size_t nul = names.find('\0', pos);
+      if (nul == std::string::npos) nul = names.size();
+      d.names.push_back(names.substr(pos, nul - pos));
+      pos = nul + 1;
+    }
+    out.push_back(std::move(d));
+  }
+  return out;
+}
+
+Result<void> Store::insert_changes(std::string_view session, std::int64_t before_seq, const std::vector<Change>& changes) {
+  if (changes.empty()) return {};
+  sqlite3* db = m_db.get();
+  auto txn = sql::Transaction::begin(db);
+  if (!txn) return std::unexpected(txn.error());
+  auto has = sql::Stmt::prepare(db, "SELECT 1 FROM changes WHERE session = ?1 AND seq = ?2");
+  if (!has) return std::unexpected(has.error());
+  auto row = has->bind_text(1, session).bind(2, before_seq).step();
+  if (!row) return std::unexpected(row.error());
+  if (*row) {
+    // Make room: seq is part of the primary key, so the rows move through negative
+    // numbers rather than colliding with each other on the way up.
+    auto n = static_cast<std::int64_t>(changes.size());
+    auto away = sql::Stmt::prepare(db, "UPDATE changes SET seq = -(seq + ?3) WHERE session = ?1 AND seq >= ?2");
+    if (!away) return std::unexpected(away.error());
+    if (auto r = away->bind_text(1, session).bind(2, before_seq).bind(3, n).run(); !r) return r;
+    auto back = sql::Stmt::prepare(db, "UPDATE changes SET seq = -seq WHERE session = ?1 AND seq < 0");
+    if (!back) return std::unexpected(back.error());
+    if (auto r = back->bind_text(1, session).run(); !r) return r;
+    auto put = sql::Stmt::prepare(db, "UPDATE changes SET seq = ?3 WHERE session = ?1 AND seq = ?2");
+    if (!put) return std::unexpected(put.error());
+    // add_changes (below, in the same transaction) appends after the current maximum: the
+    // new rows are numbered there and then moved into the gap.
+    auto last = sql::Stmt::prepare(db, "SELECT coalesce(max(seq), 0) FROM changes WHERE session = ?1");
+    if (!last) return std::unexpected(last.error());
+    row = last->bind_text(1, session).step();
+    if (!row) return std::unexpected(row.error());
+    std::int64_t top = last->int64(0);
+    if (auto r = append_changes(db, session, changes); !r) return r;
+    for (std::int64_t i = 0; i < n; ++i) {
+      put->reset();
+      if (auto r = put->bind_text(1, session).bind(2, top + 1 + i).bind(3, before_seq + i).run(); !r) return r;
+    }
+    return txn->commit();
+  }
+  if (auto r = append_changes(db, session, changes); !r) return r;
+  return txn->commit();
 }
 
 }  // namespace zb::store

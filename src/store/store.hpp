@@ -27,11 +27,14 @@
 // without a row (a crash between the rename and the commit) is garbage; a row with
 // refs > 0 always has its file.
 //
-// Journal schema, version 1 (meta.schema_version). Times are nanoseconds since the Unix
+// Journal schema, version 2 (meta.schema_version). Times are nanoseconds since the Unix
 // epoch (CLOCK_REALTIME). Paths and link targets are BLOBs holding the exact bytes.
+// Version 1 journals are upgraded when opened (version 2 adds the xattr and inode columns
+// of `changes` and the `opaque` table); a zerobox that knows only version 1 refuses a
+// version 2 journal.
 //
 //   meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)
-//     ('schema_version', '1')
+//     ('schema_version', '2')
 //   sessions(
 //     id TEXT PRIMARY KEY,            32 lowercase hex digits
 //     kind TEXT NOT NULL,             run | restore (a restore records its own session)
@@ -60,7 +63,18 @@
 //     old_uid INTEGER, old_gid INTEGER, new_uid INTEGER, new_gid INTEGER,
 //     old_blob TEXT, new_blob TEXT,   blob hashes of regular files' contents
 //     old_link BLOB, new_link BLOB,   symlink targets
+//     old_xattrs BLOB, new_xattrs BLOB,   extended attributes (encode_xattrs); NULL: not
+//                                     recorded (a version 1 row), empty: none
+//     old_inode INTEGER, new_inode INTEGER,  hard links: the rows of one session whose
+//                                     old_inode (new_inode) are equal and not NULL were
+//                                     one inode before (after) the change; the value is
+//                                     only a label
 //     PRIMARY KEY(session, seq))
+//   opaque(session TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+//          path BLOB NOT NULL,      a directory whose host contents the session replaces
+//                                   as a whole (an overlay opaque directory)
+//          names BLOB NOT NULL,     the names the session's directory held (NUL after each)
+//          PRIMARY KEY(session, path))
 //   blobs(hash TEXT PRIMARY KEY, size INTEGER NOT NULL, refs INTEGER NOT NULL)
 //     refs counts the references handed out by put_blob_* and retain_blob; each non-NULL
 //     old_blob/new_blob of a change holds one, released by remove_session.
@@ -87,6 +101,7 @@
 #include <utility>
 #include <vector>
 
+#include "util/copy.hpp"
 #include "util/error.hpp"
 #include "util/fd.hpp"
 
@@ -94,7 +109,7 @@ struct sqlite3;
 
 namespace zb::store {
 
-inline constexpr int k_schema_version = 1;
+inline constexpr int k_schema_version = 2;
 
 enum class SessionKind { Run, Restore };
 enum class SessionMode { Snapshot, Restore, Review };
@@ -168,9 +183,27 @@ struct Change {
   std::optional<std::uint32_t> old_uid, old_gid, new_uid, new_gid;
   std::optional<std::string> old_blob, new_blob;  // hashes
   std::optional<std::string> old_link, new_link;  // symlink targets
+  std::optional<std::string> old_xattrs, new_xattrs;  // encode_xattrs; nullopt: not recorded
+  std::optional<std::int64_t> old_inode, new_inode;   // hard-link labels
 
   bool operator==(const Change&) const = default;
 };
+
+// A directory whose host contents a session replaces as a whole (an overlay opaque
+// directory), and the names its replacement held.
+struct OpaqueDir {
+  std::string path;  // absolute
+  std::vector<std::string> names;
+
+  bool operator==(const OpaqueDir&) const = default;
+};
+
+// Extended attributes as the journal keeps them: sorted by name, each one as the name,
+// a NUL, the value's length as 4 bytes big-endian and the value.
+using Xattrs = util::Xattrs;
+std::string encode_xattrs(const Xattrs& x);
+// nullopt for bytes that are not an encoding.
+std::optional<Xattrs> decode_xattrs(std::string_view s);
 
 // An operation on the real filesystem that was started and may not have finished
 // (DESIGN.md invariant 4). op is "accept" or "restore"; data is the operation's own
@@ -318,6 +351,21 @@ class Store {
   // Drops one reference; at zero the row and the file are deleted. ENOENT when the
   // journal has no such blob.
   Result<void> release_blob(std::string_view hash);
+
+  // --- Baselines, inserted changes and blob checks ---
+
+  // Records directories whose host contents the session replaces as a whole, with the
+  // names the session's directory held (table `opaque`), in one transaction.
+  Result<void> add_opaque_dirs(std::string_view session, const std::vector<OpaqueDir>& dirs);
+  // A session's opaque directories, by path.
+  Result<std::vector<OpaqueDir>> opaque_dirs(std::string_view session);
+  // Inserts changes before change `before_seq` (renumbering it and the changes after it),
+  // or appends them when no change has that seq, in one transaction. Blob references are
+  // taken over as by add_changes.
+  Result<void> insert_changes(std::string_view session, std::int64_t before_seq, const std::vector<Change>& changes);
+  // True when the blob file holds the content its name was derived from (its XXH3-128 key,
+  // or the key it was moved on to after a collision). ENOENT when the file is missing.
+  Result<bool> verify_blob(std::string_view hash);
 
  private:
   Store() = default;

@@ -1,13 +1,16 @@
-// Sparse-aware file copy; the contract is in copy.hpp.
+// Sparse-aware file copy and xattrs; the contracts are in copy.hpp.
 #include "util/copy.hpp"
 
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <memory>
+#include <optional>
+#include <string_view>
 
 namespace zb::util {
 namespace {
@@ -132,6 +135,110 @@ Result<std::int64_t> copy_sparse(int in_fd, int out_fd) {
   }
   if (::ftruncate(out_fd, size) != 0) return fail("ftruncate");
   return size;
+}
+
+}  // namespace zb::util
+
+namespace zb::util {
+namespace {
+
+// dir_fd/name without following a final symlink, and without opening the file (a FIFO,
+// a file without read permission): through the directory's magic link in /proc.
+std::string via_proc(int dir_fd, const std::string& name) {
+  return "/proc/self/fd/" + std::to_string(dir_fd) + "/" + name;
+}
+
+bool wanted(std::string_view n, XattrScope scope) {
+  if (scope == XattrScope::All) return true;
+  return n.starts_with("user.") && !n.starts_with("user.overlay.");
+}
+
+bool not_here(int err) { return err == EPERM || err == EACCES || err == ENOTSUP || err == EOPNOTSUPP; }
+
+// One attribute's value; nullopt when it is gone or this caller may not read it.
+Result<std::optional<std::string>> get_one(const std::string& p, const std::string& attr) {
+  for (;;) {
+    ssize_t n = ::lgetxattr(p.c_str(), attr.c_str(), nullptr, 0);
+    if (n < 0) {
+      if (errno == ENODATA || not_here(errno)) return std::optional<std::string>();
+      return fail("getxattr " + attr);
+    }
+    std::string value(static_cast<std::size_t>(n), '\0');
+    if (n == 0) return std::optional<std::string>(std::move(value));
+    n = ::lgetxattr(p.c_str(), attr.c_str(), value.data(), value.size());
+    if (n >= 0) {
+      value.resize(static_cast<std::size_t>(n));
+      return std::optional<std::string>(std::move(value));
+    }
+    if (errno == ERANGE) continue;  // grew meanwhile
+    if (errno == ENODATA || not_here(errno)) return std::optional<std::string>();
+    return fail("getxattr " + attr);
+  }
+}
+
+}  // namespace
+
+Result<Xattrs> read_xattrs(int dir_fd, const std::string& name, XattrScope scope) {
+  std::string p = via_proc(dir_fd, name);
+  std::string names;
+  for (;;) {
+    ssize_t n = ::llistxattr(p.c_str(), nullptr, 0);
+    if (n < 0) {
+      if (errno == ENOTSUP || errno == EOPNOTSUPP) return Xattrs{};
+      return fail("listxattr " + name);
+    }
+    names.resize(static_cast<std::size_t>(n));
+    if (n == 0) break;
+    n = ::llistxattr(p.c_str(), names.data(), names.size());
+    if (n >= 0) {
+      names.resize(static_cast<std::size_t>(n));
+      break;
+    }
+    if (errno != ERANGE) return fail("listxattr " + name);
+  }
+  Xattrs out;
+  for (std::size_t pos = 0; pos < names.size();) {
+    std::size_t end = names.find('\0', pos);
+    if (end == std::string::npos) end = names.size();
+    std::string attr = names.substr(pos, end - pos);
+    pos = end + 1;
+    if (attr.empty() || !wanted(attr, scope)) continue;
+    auto value = get_one(p, attr);
+    if (!value) return std::unexpected(value.error());
+    if (!*value) continue;  // vanished, or not readable by this caller
+    out.emplace_back(std::move(attr), std::move(**value));
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+Result<void> write_xattrs(int dir_fd, const std::string& name, const Xattrs& want, bool replace,
+                          std::vector<std::string>& refused) {
+  std::string p = via_proc(dir_fd, name);
+  if (replace) {
+    auto have = read_xattrs(dir_fd, name, XattrScope::Carried);
+    if (!have) return std::unexpected(have.error());
+    for (const auto& [attr, value] : *have) {
+      bool kept = std::any_of(want.begin(), want.end(), [&](const auto& w) { return w.first == attr; });
+      if (kept) continue;
+      if (::lremovexattr(p.c_str(), attr.c_str()) != 0 && errno != ENODATA) {
+        if (not_here(errno)) {
+          refused.push_back(attr);
+          continue;
+        }
+        return fail("removexattr " + attr + " " + name);
+      }
+    }
+  }
+  for (const auto& [attr, value] : want) {
+    if (::lsetxattr(p.c_str(), attr.c_str(), value.data(), value.size(), 0) == 0) continue;
+    if (not_here(errno) || errno == EINVAL) {
+      refused.push_back(attr);
+      continue;
+    }
+    return fail("setxattr " + attr + " " + name);
+  }
+  return {};
 }
 
 }  // namespace zb::util

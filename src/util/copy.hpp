@@ -1,4 +1,4 @@
-// Copying file contents between two open fds, preserving holes.
+// Copying file contents between two open fds, preserving holes, and the xattrs of a file.
 #pragma once
 
 #include <cstdint>
@@ -23,5 +23,39 @@ namespace zb::util {
 // where the input did (and that is the size returned). A failure names the call
 // ("copy_file_range: No space left on device") and leaves out_fd partly written.
 Result<std::int64_t> copy_sparse(int in_fd, int out_fd);
+
+}  // namespace zb::util
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace zb::util {
+
+// Extended attributes of one file: (name, value) pairs.
+using Xattrs = std::vector<std::pair<std::string, std::string>>;
+
+// Which xattrs a copy carries.
+enum class XattrScope {
+  // Every one the caller can read: user.*, security.*, trusted.* (root), system.* (ACLs).
+  // For the host's own files (pre-images).
+  All,
+  // user.* only, without overlayfs's own user.overlay.*: what a sandboxed command may set
+  // on its files. security.* (file capabilities, labels) and trusted.* are never carried
+  // out of a sandbox, whose command holds capabilities in its own user namespace.
+  Carried,
+};
+
+// The xattrs of dir_fd/name (never following a symlink there; dir_fd may be O_PATH),
+// sorted by name. Attributes that vanish or cannot be read (EACCES, EPERM) are left out; a
+// filesystem without xattrs gives none.
+Result<Xattrs> read_xattrs(int dir_fd, const std::string& name, XattrScope scope);
+
+// Sets `want` on dir_fd/name. With `replace`, user.* attributes not in `want` are removed
+// (other namespaces are only ever added to). Names that cannot be set here (EPERM,
+// EACCES, ENOTSUP: a trusted.* as an ordinary user, a filesystem without xattrs) go to
+// `refused` rather than failing.
+Result<void> write_xattrs(int dir_fd, const std::string& name, const Xattrs& want, bool replace,
+                          std::vector<std::string>& refused);
 
 }  // namespace zb::util

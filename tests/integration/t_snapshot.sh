@@ -603,6 +603,137 @@ zb snapshot accept "$pid_"
 expect_rc 0 "a pending session still accepts after clean"
 expect_file_eq "$M/pend" p "…and its change lands"
 
+# --- The host between the run and accept or restore. A host entry the session never saw
+# (in a directory the command replaced or removed as a whole, or that a restore removes)
+# is a conflict: listed, refused; --force records it before removing it, so restore
+# brings it back. ---
+export ZEROBOX_HOME=$WORK/store.host
+xattr_list() { # FILE: its user.* xattrs as name=value, sorted
+  "$PY" -c 'import os,sys; p=sys.argv[1]; print(" ".join(sorted("%s=%s" % (n, os.getxattr(p, n, follow_symlinks=False).decode()) for n in os.listxattr(p, follow_symlinks=False) if n.startswith("user."))))' "$1"
+}
+
+# h1. --review: the command replaces d; while the session is pending the host adds d/host_new.
+H1=$S/host_opaque
+mkdir -p "$H1/d" && echo old >"$H1/d/f" && echo g >"$H1/d/g"
+zb_in "$H1" --review --allow-write="$H1" -- bash -c 'rm -rf d; mkdir d; echo x >d/f'
+expect_rc 0 "h1: the command ran"
+hid=$(snap_id)
+echo host >"$H1/d/host_new"
+zb snapshot accept "$hid"
+expect_rc 1 "h1: accept refuses: the host added a file to a directory the command replaced"
+expect_contains "$ERR" "d/host_new" "h1: the conflict names the host's new file"
+expect_file_eq "$H1/d/host_new" host "h1: the refused accept leaves the host's file alone"
+expect_file_eq "$H1/d/f" old "h1: the refused accept changes nothing"
+zb snapshot accept "$hid" --force
+expect_rc 0 "h1: accept --force"
+expect_file_eq "$H1/d/f" x "h1: forced, the command's file is in place"
+expect_absent "$H1/d/host_new" "h1: forced, d holds what the command left in it"
+expect_absent "$H1/d/g" "h1: forced, the command's deletion is applied"
+zb snapshot restore "$hid"
+expect_rc 0 "h1: restore"
+expect_file_eq "$H1/d/host_new" host "h1: restore brings back the host's file the forced accept replaced"
+expect_file_eq "$H1/d/g" g "h1: restore brings back d/g"
+expect_file_eq "$H1/d/f" old "h1: restore brings back d/f"
+
+# h2. --snapshot: the host adds a file to the replaced directory while the command runs
+# (it waits for the host through $SIG, an untracked writable directory).
+H2=$S/host_during
+SIG=$HOSTDIR/sig.h2
+mkdir -p "$H2/d" "$SIG" && echo old >"$H2/d/f"
+(cd "$H2" && exec "$ZEROBOX" --snapshot --allow-write="$H2,$SIG" --snapshot-path="$H2" -- bash -c \
+  'rm -rf d; mkdir d; echo x >d/f; touch "$0/started"; for i in $(seq 400); do [ -e "$0/go" ] && exit 0; sleep 0.05; done; exit 3' "$SIG") \
+  >"$WORK/h2.out" 2>"$WORK/h2.err" </dev/null &
+h2pid=$!
+wait_until 20 test -e "$SIG/started" || fail "h2: the command did not start"
+echo host >"$H2/d/host_new"
+touch "$SIG/go"
+wait "$h2pid"
+RC=$? ERR=$(cat "$WORK/h2.err") LAST_CMD="zerobox --snapshot (h2, in the background)"
+expect_rc 0 "h2: the command ran"
+expect_contains "$ERR" "d/host_new" "h2: the conflict at exit names the host's file"
+expect_file_eq "$H2/d/host_new" host "h2: a file the host added during the run is not deleted at exit"
+expect_file_eq "$H2/d/f" old "h2: the session is not applied over it"
+h2id=$(snap_id)
+zb snapshot show "$h2id" --json
+expect_eq "$("$PY" -c 'import json,sys; print(json.load(sys.stdin)["state"])' <<<"$OUT" 2>&1)" pending "h2: the session stays pending"
+zb snapshot accept "$h2id"
+expect_rc 1 "h2: accept refuses while the host's file is there"
+expect_contains "$ERR" "d/host_new" "h2: the conflict names it"
+zb snapshot accept "$h2id" --force
+expect_rc 0 "h2: accept --force"
+expect_absent "$H2/d/host_new" "h2: forced, the directory is what the command left"
+zb snapshot restore "$h2id"
+expect_rc 0 "h2: restore"
+expect_file_eq "$H2/d/host_new" host "h2: restore brings the host's file back"
+expect_file_eq "$H2/d/f" old "h2: restore brings d/f back"
+
+# h3. restore: the session made a directory; the host then adds a file in it.
+H3=$S/host_restore
+mkdir -p "$H3"
+zb_in "$H3" --snapshot --allow-write="$H3" -- bash -c 'mkdir n; echo a >n/a'
+expect_rc 0 "h3: the command ran"
+h3id=$(snap_id)
+echo host >"$H3/n/host_new"
+zb snapshot restore "$h3id"
+expect_rc 1 "h3: restore refuses: the host added a file to a directory the restore removes"
+expect_contains "$ERR" "n/host_new" "h3: the conflict names it"
+expect_file_eq "$H3/n/a" a "h3: the refused restore changes nothing"
+zb snapshot restore "$h3id" --force
+expect_rc 0 "h3: restore --force"
+expect_absent "$H3/n" "h3: forced, the directory the session made is gone"
+h3undo=$(restore_undo_id)
+zb snapshot restore "$h3undo"
+expect_rc 0 "h3: undoing the restore"
+expect_file_eq "$H3/n/host_new" host "h3: undoing the forced restore brings the host's file back"
+expect_file_eq "$H3/n/a" a "h3: …and the session's file"
+
+# x1. Restore brings back user xattrs of files the session changed or deleted.
+X1=$S/xattrs_restore
+mkdir -p "$X1"
+echo one >"$X1/m" && echo two >"$X1/del"
+"$PY" -c 'import os,sys; [os.setxattr(p, n, v) for p in sys.argv[1:] for n, v in (("user.a", b"1"), ("user.b", b"two"))]' "$X1/m" "$X1/del" ||
+  skip "user xattrs are not supported on $X1"
+x1s0=$(snap_state "$X1")
+zb_in "$X1" --snapshot --allow-write="$X1" -- bash -c 'echo changed >m; rm del'
+expect_rc 0 "x1: the command ran"
+zb snapshot restore "$(snap_id)"
+expect_rc 0 "x1: restore"
+snap_expect_state "$(snap_state "$X1")" "$x1s0" "x1: restore brings back content, mode and mtime"
+expect_eq "$(xattr_list "$X1/m")" "user.a=1 user.b=two" "x1: restore brings back the xattrs of a modified file"
+expect_eq "$(xattr_list "$X1/del")" "user.a=1 user.b=two" "x1: restore brings back the xattrs of a deleted file"
+
+# x2. Accept carries the user.* xattrs the command set.
+X2=$S/xattrs_accept
+mkdir -p "$X2" && echo base >"$X2/old"
+zb_in "$X2" --review --allow-write="$X2" -- "$PY" -c '
+import os
+open("new", "w").write("n\n")
+os.setxattr("new", "user.k", b"v")
+open("old", "a").write("more\n")
+os.setxattr("old", "user.o", b"w")
+os.mkdir("dir")
+os.setxattr("dir", "user.d", b"x")'
+expect_rc 0 "x2: the command ran"
+zb snapshot accept "$(snap_id)"
+expect_rc 0 "x2: accept"
+expect_eq "$(xattr_list "$X2/new")" "user.k=v" "x2: accept carries the xattr of a new file"
+expect_eq "$(xattr_list "$X2/old")" "user.o=w" "x2: …of a modified file"
+expect_eq "$(xattr_list "$X2/dir")" "user.d=x" "x2: …of a new directory"
+expect_eq "$(snap_artifacts "$X2")" "" "x2: no overlay xattr reaches the host"
+
+# l1. Restore links again the host's hard links among the files it brings back.
+L1=$S/links_restore
+mkdir -p "$L1/sub"
+echo linked >"$L1/a" && ln "$L1/a" "$L1/sub/b" && echo other >"$L1/c"
+zb_in "$L1" --snapshot --allow-write="$L1" -- bash -c 'rm -rf a sub'
+expect_rc 0 "l1: the command ran"
+expect_absent "$L1/a" "l1: the run deleted a"
+zb snapshot restore "$(snap_id)"
+expect_rc 0 "l1: restore"
+expect_file_eq "$L1/sub/b" linked "l1: restore brings back sub/b"
+expect_eq "$(stat -c %i "$L1/a")" "$(stat -c %i "$L1/sub/b")" "l1: a and sub/b are one inode again"
+expect_eq "$(stat -c %h "$L1/a")" 2 "l1: …with two links"
+
 # --- A corrupt journal: a clear error, nothing lost, nothing run. ---
 CS=$WORK/cstore
 CT=$S/corrupt

@@ -286,7 +286,7 @@ expect_tree "$HOST" "undoing a forced restore returns to the state just before i
 # captured first, one journal write each: killed after each of the first FORCED_N writes
 # (the capture phase and the first changes; the rest is the code path of the loops above),
 # then once unkilled. ---
-FORCED_N=8
+FORCED_N=10
 host_edits() {
   printf 'host edit\n' >>"$TREE/mod1.txt"
   chmod 600 "$TREE/run.sh"
@@ -298,6 +298,9 @@ while :; do
   [ "$n" -le "$FORCED_N" ] || n=1000000
   fresh
   host_edits
+  # A file the session never saw, in a directory it deletes: recorded (inserted before
+  # the directory's removal) and removed, so the restore below brings it back.
+  printf 'host file\n' >"$TREE/deldir/sub/host_new"
   HOST=$(state "$TREE")
   crash_run "$n" snapshot accept "$ID" --force
   arc=$RC

@@ -543,3 +543,108 @@ TEST_CASE("changeset: the sink's error stops the scan") {
   REQUIRE_FALSE(missing.has_value());
   CHECK(missing.error().err == ENOENT);
 }
+
+TEST_CASE("changeset: opaque directories report what they hold; entries newer than the run are left out" *
+          doctest::skip(!available())) {
+  Layers l;
+  zb::test::mkdirs(l.lower + "/d/sub");
+  REQUIRE(put(l.lower + "/d/keep", "same"));
+  REQUIRE(put(l.lower + "/d/gone", "g"));
+  REQUIRE(put(l.lower + "/d/sub/deep", "deep"));
+  zb::test::mkdirs(l.lower + "/rm");
+  REQUIRE(put(l.lower + "/rm/old", "o"));
+  l.run([](const std::string& m) {
+    std::filesystem::remove_all(m + "/d");
+    MUST(::mkdir((m + "/d").c_str(), 0755) == 0);
+    MUST(put(m + "/d/keep", "same"));
+    MUST(::mkdir((m + "/d/sub").c_str(), 0755) == 0);
+    MUST(put(m + "/d/sub/n", "n"));
+    std::filesystem::remove_all(m + "/rm");
+  });
+  struct timespec now {};
+  ::clock_gettime(CLOCK_REALTIME, &now);
+  std::int64_t since = static_cast<std::int64_t>(now.tv_sec) * 1'000'000'000 + now.tv_nsec;
+  // The host, after the run started: a new file in each directory the command replaced or
+  // removed, and a change to one the command removed with its directory.
+  ::usleep(20'000);  // past the coarse clock's tick, so the ctimes are after `since`
+  REQUIRE(put(l.lower + "/d/host_new", "h"));
+  REQUIRE(put(l.lower + "/d/sub/host_new", "h"));
+  REQUIRE(put(l.lower + "/rm/host_new", "h"));
+  REQUIRE(put(l.lower + "/rm/old", "changed on the host"));
+
+  std::vector<std::pair<std::string, std::vector<std::string>>> opaque;
+  ScanOptions opts;
+  opts.since_ns = since;
+  opts.on_opaque = [&](const std::string& rel, const std::vector<std::string>& names) -> zb::Result<void> {
+    auto sorted = names;
+    std::sort(sorted.begin(), sorted.end());
+    opaque.emplace_back(rel, sorted);
+    return {};
+  };
+  auto v = l.scan(opts);
+  EXPECT_CHANGE(v, "d/gone", ChangeKind::Deleted);
+  EXPECT_CHANGE(v, "d/sub/deep", ChangeKind::Deleted);
+  EXPECT_CHANGE(v, "d/sub/n", ChangeKind::Added);
+  EXPECT_CHANGE(v, "rm", ChangeKind::Deleted);
+  CHECK(find(v, "d/host_new") == nullptr);
+  CHECK(find(v, "d/sub/host_new") == nullptr);
+  CHECK(find(v, "rm/host_new") == nullptr);
+  CHECK(find(v, "rm/old") == nullptr);
+  std::sort(opaque.begin(), opaque.end());
+  REQUIRE(opaque.size() == 2);
+  CHECK(opaque[0].first == "d");
+  CHECK(opaque[0].second == std::vector<std::string>{"keep", "sub"});
+  CHECK(opaque[1].first == "d/sub");
+  CHECK(opaque[1].second == std::vector<std::string>{"n"});
+
+  // Without since_ns every hidden entry is reported, as before.
+  auto all = l.scan();
+  EXPECT_CHANGE(all, "d/host_new", ChangeKind::Deleted);
+  EXPECT_CHANGE(all, "rm/old", ChangeKind::Deleted);
+}
+
+TEST_CASE("changeset: xattrs of both sides and inode labels of the lower side" * doctest::skip(!available())) {
+  Layers l;
+  REQUIRE(put(l.lower + "/f", "old"));
+  if (::setxattr((l.lower + "/f").c_str(), "user.a", "1", 1, 0) != 0) {
+    MESSAGE("user xattrs unsupported here");
+    return;
+  }
+  REQUIRE(put(l.lower + "/h1", "linked"));
+  REQUIRE(::link((l.lower + "/h1").c_str(), (l.lower + "/h2").c_str()) == 0);
+  l.run([](const std::string& m) {
+    MUST(put(m + "/f", "new!"));
+    MUST(::setxattr((m + "/f").c_str(), "user.b", "2", 1, 0) == 0);
+    MUST(::unlink((m + "/h1").c_str()) == 0);
+    MUST(::unlink((m + "/h2").c_str()) == 0);
+  });
+  auto v = l.scan();
+  const ScannedChange* f = find(v, "f");
+  REQUIRE(f != nullptr);
+  auto old_x = zb::store::decode_xattrs(f->change.old_xattrs.value_or("?"));
+  auto new_x = zb::store::decode_xattrs(f->change.new_xattrs.value_or("?"));
+  REQUIRE(old_x.has_value());
+  REQUIRE(new_x.has_value());
+  CHECK(*old_x == zb::util::Xattrs{{"user.a", "1"}});
+  // The upper copy holds user.a (copied up) and user.b; never overlay's own.
+  CHECK(*new_x == zb::util::Xattrs{{"user.a", "1"}, {"user.b", "2"}});
+  const ScannedChange* h1 = find(v, "h1");
+  const ScannedChange* h2 = find(v, "h2");
+  REQUIRE(h1 != nullptr);
+  REQUIRE(h2 != nullptr);
+  REQUIRE(h1->change.old_inode.has_value());
+  CHECK(h1->change.old_inode == h2->change.old_inode);
+  CHECK_FALSE(f->change.old_inode.has_value());
+}
+
+TEST_CASE("changeset: encode_xattrs and decode_xattrs round-trip; bad bytes are refused") {
+  zb::util::Xattrs x{{"user.z", std::string("\0\1", 2)}, {"security.selinux", "label"}, {"user.empty", ""}};
+  auto enc = zb::store::encode_xattrs(x);
+  auto dec = zb::store::decode_xattrs(enc);
+  REQUIRE(dec.has_value());
+  std::sort(x.begin(), x.end());
+  CHECK(*dec == x);
+  CHECK(zb::store::decode_xattrs("")->empty());
+  CHECK_FALSE(zb::store::decode_xattrs(std::string("user.a\0\0\0\0\5ab", 12)).has_value());
+  CHECK_FALSE(zb::store::decode_xattrs("no-nul").has_value());
+}

@@ -80,7 +80,7 @@ TEST_CASE("Store::location: ZEROBOX_HOME, then XDG_STATE_HOME, then HOME") {
   CHECK_FALSE(Store::location({"HOME="}).has_value());
 }
 
-TEST_CASE("Store::open creates the layout and schema version 1") {
+TEST_CASE("Store::open creates the layout and current schema version") {
   TempDir t;
   std::string dir = t / "a/b/store";
   auto s = open_store(dir);
@@ -94,8 +94,8 @@ TEST_CASE("Store::open creates the layout and schema version 1") {
     CHECK((st.st_mode & 07777) == 0700);
   }
   CHECK(::stat((dir + "/journal.db").c_str(), &st) == 0);
-  CHECK(*s.schema_version() == 1);
-  CHECK(k_schema_version == 1);
+  CHECK(*s.schema_version() == 2);
+  CHECK(k_schema_version == 2);
 }
 
 TEST_CASE("Store::open twice is idempotent and keeps the data") {
@@ -107,7 +107,7 @@ TEST_CASE("Store::open twice is idempotent and keeps the data") {
   }
   auto s2 = open_store(t.path());
   auto s3 = open_store(t.path());  // two connections at once
-  CHECK(*s2.schema_version() == 1);
+  CHECK(*s2.schema_version() == 2);
   auto got = s3.get_session(id);
   REQUIRE(got.has_value());
   CHECK(got->has_value());
