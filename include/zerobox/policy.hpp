@@ -4,6 +4,7 @@
 // printable by --debug.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -35,6 +36,9 @@ struct Policy {
   std::vector<std::string> allow_write;
   std::vector<std::string> deny_write;
   bool protect = true;  // false with --no-protect
+  // --tmpfs-size: the most the scratch space (scratch /tmp and /var/tmp, /dev/shm) may
+  // hold together, in bytes; 0 is the default, half the RAM.
+  std::uint64_t tmpfs_size = 0;
 
   // Network.
   NetMode net = NetMode::None;

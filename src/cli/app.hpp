@@ -19,6 +19,7 @@ struct RunFlags {
   bool write_all = false, net_all = false, env_all = false, allow_all = false, no_sandbox = false, strict = false,
        debug = false, quiet = false, no_protect = false, snapshot = false, restore = false, review = false;
   std::string cwd, profile, status_fd;
+  std::string tmpfs_size;
 };
 
 // The App of `zerobox [OPTIONS] [--] COMMAND [ARGS...]`, bound to `f` (which must outlive

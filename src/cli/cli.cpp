@@ -28,7 +28,7 @@ const std::set<std::string> k_optional_value = {"--allow-write", "--allow-net", 
 const std::set<std::string> k_takes_value = {
     "--allow-read", "--deny-read", "--deny-write", "--deny-net", "--resolve", "--upstream-ca", "--secret",
     "--secret-file", "--secret-host", "--env", "--deny-env", "-C", "--status-fd", "--profile", "--snapshot-path",
-    "--snapshot-exclude"};
+    "--snapshot-exclude", "--tmpfs-size"};
 
 std::vector<std::string> rewrite_optional(const std::vector<std::string>& args) {
   std::vector<std::string> out;
@@ -91,6 +91,8 @@ std::unique_ptr<CLI::App> make_run_app(RunFlags& f) {
   app.add_flag("--allow-write-all-internal", f.write_all)->group("");
   app.add_option("--deny-write", f.deny_write, "These paths stay read-only; wins over --allow-write")->group(fs)->type_name("P[,P...]");
   app.add_flag("--no-protect", f.no_protect, "Do not protect shell start-up files, git hooks and credentials")->group(fs);
+  app.add_option("--tmpfs-size", f.tmpfs_size, "Most scratch /tmp, /var/tmp and /dev/shm hold together (default: half the RAM)")
+      ->group(fs)->type_name("SIZE[K|M|G]");
 
   const char* snap = "Snapshots";
   app.add_flag("--snapshot", f.snapshot, "Record writes in an overlay, apply them at exit, keep them undoable")->group(snap);
@@ -237,6 +239,11 @@ Parsed parse_args(const std::vector<std::string>& raw_args, const std::vector<st
   if (write_all) p.write_all = true;
   append_list(p.deny_write, deny_write);
   if (no_protect) p.protect = false;
+  if (app.count("--tmpfs-size") != 0) {
+    auto size = policy::parse_size(f.tmpfs_size);
+    if (!size) throw UsageError{"--tmpfs-size: '" + f.tmpfs_size + "' is not a size (a number of bytes, or with K, M, G or T)"};
+    p.tmpfs_size = *size;
+  }
 
   if (net_all && p.net == zerobox::NetMode::None) p.net = zerobox::NetMode::Host;
   append_list(p.allow_net, allow_net);

@@ -7,10 +7,13 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
+#include <iterator>
 #include <memory>
 
 #include "util/fd.hpp"
@@ -74,6 +77,29 @@ bool is_guard_tool(const char* name) {
 
 using Ctx = std::unique_ptr<void, CtxFree>;
 
+// The address families socket() and socketpair() may create (values of <sys/socket.h>,
+// in order): AF_UNIX, AF_INET, AF_INET6, AF_NETLINK.
+constexpr uint64_t k_allowed_families[] = {AF_UNIX, AF_INET, AF_INET6, AF_NETLINK};
+
+// libseccomp takes one comparison per argument in a rule, so "not one of these" is
+// spelled as one rule for each family in a gap below the largest allowed one, and one
+// for everything above it (compared as 64 bits). Returns libseccomp's rc.
+int refuse_socket_families(scmp_filter_ctx ctx) {
+  static_assert(std::is_sorted(std::begin(k_allowed_families), std::end(k_allowed_families)));
+  const uint32_t eafnosupport = SCMP_ACT_ERRNO(EAFNOSUPPORT);
+  for (int nr : {SCMP_SYS(socket), SCMP_SYS(socketpair)}) {
+    uint64_t next = 0;  // the lowest family neither refused nor allowed yet
+    for (uint64_t allowed : k_allowed_families) {
+      for (uint64_t f = next; f < allowed; ++f) {
+        if (int rc = seccomp_rule_add(ctx, eafnosupport, nr, 1, SCMP_A0(SCMP_CMP_EQ, f)); rc < 0) return rc;
+      }
+      next = allowed + 1;
+    }
+    if (int rc = seccomp_rule_add(ctx, eafnosupport, nr, 1, SCMP_A0(SCMP_CMP_GE, next)); rc < 0) return rc;
+  }
+  return 0;
+}
+
 // A default-allow filter; `bad_arch` for a foreign ABI's calls.
 Result<Ctx> new_filter(uint32_t bad_arch) {
   Ctx ctx(seccomp_init(SCMP_ACT_ALLOW));
@@ -107,6 +133,16 @@ Result<std::vector<sock_filter>> build_seccomp_filter(bool for_guard) {
   }
   if (auto r = check(seccomp_rule_add(ctx.get(), eperm, static_cast<int>(k_open_tree_attr), 0), "open_tree_attr"); !r)
     return std::unexpected(r.error());
+  // Sockets of the address families a build, a test runner or a package manager uses:
+  // unix, IPv4/IPv6 (loopback or the host's network, as the policy says) and netlink
+  // (interface and address lookups). Every other family is kernel code the command never
+  // needs and some lead out of the sandbox: AF_VSOCK reaches the hypervisor's agents from
+  // a VM guest, whatever the network namespace; AF_PACKET, AF_CAN, AF_TIPC, AF_RDS and
+  // AF_ALG are where most socket CVEs were. They get EAFNOSUPPORT, as from a kernel
+  // without them. The kernel reads the family as an int: a value with any of the upper 32
+  // bits set is refused whole. (io_uring's IORING_OP_SOCKET is out of reach: io_uring_setup
+  // is refused above; i386's socketcall is an i386 call, whose ABI is killed.)
+  if (auto r = check(refuse_socket_families(ctx.get()), "socket families"); !r) return std::unexpected(r.error());
   // clone3 passes its flags in memory, out of seccomp's reach: ENOSYS makes libc use clone.
   if (auto r = check(seccomp_rule_add(ctx.get(), SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0), "clone3"); !r)
     return std::unexpected(r.error());

@@ -38,13 +38,17 @@ constexpr long k_sys_mount_setattr = 442;
 constexpr long k_sys_mount_setattr = SYS_mount_setattr;
 #endif
 
-int make_read_only(const char* dst, bool recursive) {
-  MountAttr attr{k_attr_rdonly | k_attr_nosuid | k_attr_nodev, 0, 0, 0};
+// `ms`: the MS_RDONLY, MS_NOSUID and MS_NODEV to set (0: all three).
+int make_read_only(const char* dst, bool recursive, unsigned long ms) {
+  if (ms == 0) ms = MS_RDONLY | MS_NOSUID | MS_NODEV;
+  MountAttr attr{((ms & MS_RDONLY) ? k_attr_rdonly : 0) | ((ms & MS_NOSUID) ? k_attr_nosuid : 0) |
+                     ((ms & MS_NODEV) ? k_attr_nodev : 0),
+                 0, 0, 0};
   unsigned flags = AT_SYMLINK_NOFOLLOW | (recursive ? k_at_recursive : 0);
   if (::syscall(k_sys_mount_setattr, AT_FDCWD, dst, flags, &attr, sizeof attr) == 0) return 0;
   if (errno != ENOSYS) return -1;
   // Kernels before 5.12: a non-recursive remount (locked flags must be kept).
-  return ::mount(nullptr, dst, nullptr, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, nullptr);
+  return ::mount(nullptr, dst, nullptr, MS_REMOUNT | MS_BIND | (ms & (MS_RDONLY | MS_NOSUID | MS_NODEV)), nullptr);
 }
 
 // The new mount API, by number: glibc 2.36's <sys/mount.h> wrappers need <linux/mount.h>
@@ -82,7 +86,7 @@ int run_op(const FlatOp& op) {
     case OpKind::Devpts:
       return ::mount("devpts", dst, "devpts", op.flags, op.data);
     case OpKind::ReadOnly:
-      return make_read_only(dst, op.recursive);
+      return make_read_only(dst, op.recursive, op.flags);
     case OpKind::PinLink: {
       // open_tree and move_mount without following the symlink at either end.
       int fd = static_cast<int>(::syscall(k_sys_open_tree, AT_FDCWD, dst, k_open_tree_clone | AT_SYMLINK_NOFOLLOW | O_CLOEXEC));

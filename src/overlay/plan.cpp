@@ -2,7 +2,10 @@
 
 #include <dirent.h>
 #include <sys/mount.h>
+#include <fcntl.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -22,6 +25,53 @@ std::string in_old(const std::string& p) { return path::join(k_old, p); }
 constexpr unsigned long k_ro_flags = MS_RDONLY | MS_NOSUID | MS_NODEV;
 
 bool in_scratch(const std::string& p) { return path::is_under(p, "/tmp") || path::is_under(p, "/var/tmp"); }
+
+// The scratch tmpfs: the upper layers of /tmp and /var/tmp and the sandbox's /dev/shm, in
+// one tmpfs with one size limit (see build_plan, step 0).
+constexpr const char* k_scratch = "/.zb/scratch";
+
+#ifndef BINFMTFS_MAGIC
+#define BINFMTFS_MAGIC 0x42494e4d
+#endif
+
+// The file system type of the mount at host_path (0 if unknown). O_PATH: neither an open
+// for reading nor a trigger of an automount point.
+long fs_magic(const std::string& host_path) {
+  int fd = ::open(host_path.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return 0;
+  struct statfs sfs {};
+  long magic = ::fstatfs(fd, &sfs) == 0 ? static_cast<long>(sfs.f_type) : 0;
+  ::close(fd);
+  return magic;
+}
+
+// A host mount the sandbox leaves out (an empty directory in its place) wherever it sits
+// outside /proc, /sys and /dev: a proc (a chroot's, mounted under /srv; the host's
+// processes and its kernel knobs, such as /proc/sysrq-trigger, which uid 0 may write with
+// no capability), binfmt_misc (registers interpreters for every exec on the host), and
+// hugetlbfs. overlayfs refuses all three as a lower layer, so a read-only view of them
+// cannot be had anyway.
+const char* left_out_fs(long magic) {
+  switch (magic) {
+    case PROC_SUPER_MAGIC: return "proc";
+    case BINFMTFS_MAGIC: return "binfmt_misc";
+    case HUGETLBFS_MAGIC: return "hugetlbfs";
+    default: return nullptr;
+  }
+}
+
+// Kernel interfaces other than those: shown read-only even inside a writable path. Their
+// files check the writer's uid, not a capability, and the command's uid 0 may be the
+// host's (sysfs knobs, cgroup files that move and freeze host processes, EFI variables).
+bool kernel_interface_fs(long magic) {
+  switch (magic) {
+    case SYSFS_MAGIC: case CGROUP_SUPER_MAGIC: case CGROUP2_SUPER_MAGIC: case DEBUGFS_MAGIC: case TRACEFS_MAGIC:
+    case SECURITYFS_MAGIC: case BPF_FS_MAGIC: case PSTOREFS_MAGIC: case EFIVARFS_MAGIC: case SELINUX_MAGIC:
+    case SMACK_MAGIC: case 0x62656570 /* configfs */: case 0x65735543 /* fusectl */:
+      return true;
+    default: return false;
+  }
+}
 
 class Builder {
  public:
@@ -107,6 +157,7 @@ class Builder {
       if (mask_now) mask_one_late(host_path);
       return;
     }
+    if (left_out(host_path)) return;
     if (host_path != "/" && !m_mounts.has_mounts_below(host_path)) {
       // An empty directory (/srv, /media, /boot on many machines) is shown as the empty
       // skeleton directory it already is: an overlay would cost a superblock to mount and
@@ -128,6 +179,34 @@ class Builder {
         continue;
       }
       ro_tree(child, special);
+    }
+  }
+
+  // True (and noted) for a host mount point of a file system the sandbox leaves out.
+  bool left_out(const std::string& host_path) {
+    if (host_path == "/" || m_mounts.targets.count(host_path) == 0) return false;
+    const char* type = left_out_fs(fs_magic(host_path));
+    if (type == nullptr) return false;
+    note("left out (a " + std::string(type) + " mount): " + log::quote(host_path));
+    return true;
+  }
+
+  // The kernel interfaces mounted under a writable bind of host_path, outside the
+  // sandbox's own /proc, /sys and /dev: a proc, binfmt_misc or hugetlbfs is covered by an
+  // empty read-only tmpfs, the others made read-only.
+  void seal_kernel_mounts(const std::string& host_path) {
+    for (const auto& m : m_mounts.targets) {
+      if (m == "/" || !path::is_under(m, host_path)) continue;
+      if (path::is_under(m, "/proc") || path::is_under(m, "/sys") || path::is_under(m, "/dev")) continue;
+      long magic = fs_magic(m);
+      if (const char* type = left_out_fs(magic); type != nullptr) {
+        op({.kind = OpKind::Tmpfs, .src = "tmpfs", .dst = in_new(m), .data = "mode=555,size=4k,nr_inodes=2",
+            .flags = MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, .optional = true});
+        note("left out (a " + std::string(type) + " mount): " + log::quote(m));
+      } else if (kernel_interface_fs(magic)) {
+        op({.kind = OpKind::ReadOnly, .dst = in_new(m), .recursive = true, .optional = true});
+        note("read-only (a kernel interface): " + log::quote(m));
+      }
     }
   }
 
@@ -222,6 +301,9 @@ class Builder {
       if (m == host_path || !path::is_under(m, host_path)) continue;
       if (path::is_under(m, "/proc") || path::is_under(m, "/sys") || path::is_under(m, "/dev")) continue;
       if (path::kind_of(m) == path::Kind::Directory) {
+        // Left out: the overlay above shows the directory under the mount, as the host
+        // has it without the mount.
+        if (left_out(m)) continue;
         one(m);
       } else {
         ro_file(m);
@@ -241,6 +323,7 @@ class Builder {
       return;
     }
     if (host_path != "/") mkdir(host_path, st.st_mode & 07777);
+    if (left_out(host_path)) return;
     if (host_path != "/" && !m_mounts.has_mounts_below(host_path)) {
       tracked_overlay(host_path);
       return;
@@ -275,6 +358,7 @@ class Builder {
 
   void rw_bind(const std::string& host_path) {
     op({.kind = OpKind::Bind, .src = in_old(host_path), .dst = in_new(host_path), .recursive = true});
+    if (m_mounts.has_mounts_below(host_path) || m_mounts.targets.count(host_path) != 0) seal_kernel_mounts(host_path);
   }
 
   std::set<std::string> m_made;
@@ -313,6 +397,8 @@ void expose(Builder& b, const policy::FsRules& fs, const std::string& r, const s
 
 }  // namespace
 
+std::string tmpfs_size_option(std::uint64_t bytes) { return bytes == 0 ? "size=50%" : "size=" + std::to_string(bytes); }
+
 std::string overlay_escape(const std::string& p) {
   std::string out;
   for (char c : p) {
@@ -328,11 +414,27 @@ Plan build_plan(const policy::FsRules& fs, const MountTable& mounts, const std::
   bool tracks_root = b.is_tracked_root("/");
   const std::set<std::string> special = {"/proc", "/sys", "/dev", "/tmp"};
 
+  // 0. The scratch tmpfs, in the staging root: the upper layers of scratch /tmp and
+  // /var/tmp and the sandbox's /dev/shm share it, so that one limit bounds all the
+  // memory the command can fill with files (three tmpfs mounts at the kernel's default
+  // of half the RAM each could take all of it). Its directories are made after it is
+  // mounted; the overlay helper (mount.cpp) finds them there or leaves the overlay to
+  // the plan, never another directory by those names.
+  if (!fs.tmp_writable || !fs.var_tmp_writable || !fs.shm_writable) {
+    b.op({.kind = OpKind::Tmpfs, .src = "tmpfs", .dst = k_scratch, .data = "mode=755," + tmpfs_size_option(fs.tmpfs_size),
+          .flags = MS_NOSUID | MS_NODEV});
+    for (const char* d : {"tmp", "tmp/upper", "tmp/work", "vartmp", "vartmp/upper", "vartmp/work"}) {
+      b.op({.kind = OpKind::Mkdir, .dst = path::join(k_scratch, d), .mode = 0755});
+    }
+    b.op({.kind = OpKind::Mkdir, .dst = path::join(k_scratch, "shm"), .mode = 01777});
+  }
+
   // 1. The root.
   bool skeleton = true;
   if (fs.write_all && !fs.read_restricted && !tracks_root) {
     skeleton = false;
     b.op({.kind = OpKind::Bind, .src = k_old, .dst = k_new, .recursive = true});
+    b.seal_kernel_mounts("/");
     b.note("root: the host's root, read-write (bare --allow-write)");
   } else {
     b.op({.kind = OpKind::Tmpfs, .src = "tmpfs", .dst = k_new, .data = "mode=755", .flags = MS_NOSUID | MS_NODEV});
@@ -381,10 +483,14 @@ Plan build_plan(const policy::FsRules& fs, const MountTable& mounts, const std::
 
   // 4. A minimal /dev.
   b.op({.kind = OpKind::Tmpfs, .src = "tmpfs", .dst = in_new("/dev"), .data = "mode=755", .flags = MS_NOSUID | MS_NOEXEC});
+  // The host's device nodes, each on a read-only bind: reading and writing a device
+  // needs no writable mount, but chmod, chown, utimes and setxattr on the node do, and the
+  // command's uid 0 may own the host's /dev/null (nodev would stop it working at all).
   for (const char* dev : {"null", "zero", "full", "random", "urandom", "tty"}) {
     std::string d = std::string("/dev/") + dev;
     b.op({.kind = OpKind::File, .dst = in_new(d), .mode = 0666});
     b.op({.kind = OpKind::Bind, .src = in_old(d), .dst = in_new(d)});
+    b.op({.kind = OpKind::ReadOnly, .dst = in_new(d), .flags = MS_RDONLY | MS_NOSUID});
   }
   b.op({.kind = OpKind::Mkdir, .dst = in_new("/dev/pts"), .mode = 0755});
   b.op({.kind = OpKind::Devpts, .dst = in_new("/dev/pts"), .data = "newinstance,ptmxmode=0666,mode=620", .flags = MS_NOSUID | MS_NOEXEC});
@@ -393,7 +499,7 @@ Plan build_plan(const policy::FsRules& fs, const MountTable& mounts, const std::
   if (fs.shm_writable) {
     b.op({.kind = OpKind::Bind, .src = in_old("/dev/shm"), .dst = in_new("/dev/shm"), .optional = true});
   } else {
-    b.op({.kind = OpKind::Tmpfs, .src = "tmpfs", .dst = in_new("/dev/shm"), .data = "mode=1777", .flags = MS_NOSUID | MS_NODEV});
+    b.op({.kind = OpKind::Bind, .src = path::join(k_scratch, "shm"), .dst = in_new("/dev/shm")});
   }
   for (auto [link, target] : {std::pair{"fd", "/proc/self/fd"}, {"stdin", "/proc/self/fd/0"},
                               {"stdout", "/proc/self/fd/1"}, {"stderr", "/proc/self/fd/2"}}) {
@@ -411,8 +517,8 @@ Plan build_plan(const policy::FsRules& fs, const MountTable& mounts, const std::
       }
       return;
     }
-    std::string up = std::string(k_internal) + "/scratch/" + tag + "/upper";
-    std::string work = std::string(k_internal) + "/scratch/" + tag + "/work";
+    std::string up = std::string(k_scratch) + "/" + tag + "/upper";
+    std::string work = std::string(k_scratch) + "/" + tag + "/work";
     bool host_content = fs.scratch_host_content;
     if (host_content && mounts.has_mounts_below(dir)) {
       host_content = false;
@@ -424,7 +530,7 @@ Plan build_plan(const policy::FsRules& fs, const MountTable& mounts, const std::
             .data = "lowerdir=" + overlay_escape(in_old(dir)) + ",upperdir=" + up + ",workdir=" + work + ",userxattr",
             .flags = MS_NOSUID | MS_NODEV});
     } else {
-      b.op({.kind = OpKind::Tmpfs, .src = "tmpfs", .dst = in_new(dir), .data = "mode=1777", .flags = MS_NOSUID | MS_NODEV});
+      b.op({.kind = OpKind::Bind, .src = up, .dst = in_new(dir)});  // empty, in the scratch tmpfs
     }
   };
   scratch("/tmp", "tmp", fs.tmp_writable);
@@ -517,8 +623,6 @@ Plan build_plan(const policy::FsRules& fs, const MountTable& mounts, const std::
   hide.insert(fs.deny_read_all.begin(), fs.deny_read_all.end());
   for (const auto& h : hide) plan.must_hide.push_back(in_new(h));
   if (!opts.ca_bundle_targets.empty()) plan.files.emplace_back(k_ca_bundle, opts.ca_bundle);
-  plan.scratch_dirs = {std::string(k_internal) + "/scratch/tmp/upper", std::string(k_internal) + "/scratch/tmp/work",
-                       std::string(k_internal) + "/scratch/vartmp/upper", std::string(k_internal) + "/scratch/vartmp/work"};
   return plan;
 }
 

@@ -9,6 +9,7 @@
 //              file that masks denied files, and the scratch upper/work directories
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -34,7 +35,9 @@ enum class OpKind {
   Bind,       // bind src onto dst (recursive when `recursive`)
   Proc,       // mount a fresh proc on dst
   Devpts,     // mount a new devpts instance on dst
-  ReadOnly,   // make the mount at dst read-only (mount_setattr; recursive when `recursive`)
+  ReadOnly,   // make the mount at dst read-only, nosuid and nodev (mount_setattr; recursive
+              // when `recursive`); `flags`, when set, names which of MS_RDONLY, MS_NOSUID and
+              // MS_NODEV to set instead (a device node's bind must keep working)
   PinLink,    // mount the symlink dst onto itself, so it can be neither removed nor replaced
 };
 
@@ -60,7 +63,9 @@ struct Plan {
   // mount below it (an overlay's lower layer does not reach into submounts).
   std::vector<std::string> tracked;
   std::vector<std::string> notes;  // decisions worth showing in --debug
-  std::vector<std::string> scratch_dirs;  // staging dirs to create before the ops run
+  // Staging dirs to create before the ops run (the scratch directories are made by ops,
+  // inside the scratch tmpfs).
+  std::vector<std::string> scratch_dirs;
   // Paths in the new root (/newroot/...) that must show nothing of the host's once every
   // op has run: absent, or one of the masks. Checked last, so that a path the host
   // changed during start-up fails the run instead of being shown.
@@ -87,6 +92,11 @@ struct PlanOptions {
 
 Plan build_plan(const policy::FsRules& fs, const MountTable& mounts, const std::string& cwd,
                 const PlanOptions& opts);
+
+// The size option of the scratch tmpfs (fs.tmpfs_size, --tmpfs-size): "size=BYTES", or
+// for 0 "size=50%", half the RAM, the kernel's default for one tmpfs, here the limit for
+// all the scratch space together.
+std::string tmpfs_size_option(std::uint64_t bytes);
 
 // One line per op for --debug and error messages ("overlay (ro) /usr").
 std::string describe(const Op& op);

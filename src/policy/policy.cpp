@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <fstream>
 #include <map>
 #include <optional>
@@ -346,6 +347,7 @@ FsRules compute_fs(const Policy& p, const Caller& c) {
   FsRules fs;
   fs.write_all = p.write_all;
   fs.read_restricted = p.read_restricted;
+  fs.tmpfs_size = p.tmpfs_size;
   if (p.snapshot != SnapshotMode::Off) fs.tracked = p.snapshot_paths;
 
   auto path_it = c.env.find("PATH");
@@ -701,6 +703,28 @@ std::vector<std::string> build_env(const Policy& p, const Caller& c) {
   return out;
 }
 
+std::optional<std::uint64_t> parse_size(std::string_view s) {
+  std::uint64_t n = 0;
+  size_t i = 0;
+  for (; i < s.size() && s[i] >= '0' && s[i] <= '9'; ++i) {
+    if (n > (UINT64_MAX - 9) / 10) return std::nullopt;
+    n = n * 10 + static_cast<std::uint64_t>(s[i] - '0');
+  }
+  if (i == 0 || n == 0 || s.size() - i > 1) return std::nullopt;
+  unsigned shift = 0;
+  if (i < s.size()) {
+    switch (s[i]) {
+      case 'k': case 'K': shift = 10; break;
+      case 'm': case 'M': shift = 20; break;
+      case 'g': case 'G': shift = 30; break;
+      case 't': case 'T': shift = 40; break;
+      default: return std::nullopt;
+    }
+  }
+  if (n > (UINT64_MAX >> shift)) return std::nullopt;
+  return n << shift;
+}
+
 std::vector<std::string> describe(const Policy& p, const FsRules& fs) {
   std::vector<std::string> out;
   auto list = [](const std::vector<std::string>& v) {
@@ -719,6 +743,8 @@ std::vector<std::string> describe(const Policy& p, const FsRules& fs) {
   out.push_back("policy: unreadable: " + list(fs.masked));
   if (!fs.absent_protected.empty()) out.push_back("policy: protected but absent: " + list(fs.absent_protected));
   if (!fs.protected_links.empty()) out.push_back("policy: protected symlinks: " + list(fs.protected_links));
+  out.push_back("policy: scratch space (/tmp, /var/tmp, /dev/shm) up to " +
+                (p.tmpfs_size == 0 ? std::string("half the RAM") : std::to_string(p.tmpfs_size) + " bytes"));
   const char* net = p.net == NetMode::None ? "none (loopback only)" : p.net == NetMode::Host ? "host network" : "filtered";
   out.push_back(std::string("policy: network ") + net);
   for (const auto& sec : p.secrets) {  // names and hosts; never a value

@@ -3,6 +3,7 @@
 // path whose parent exists, which CLI.md asks for).
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string_view>
@@ -58,6 +59,7 @@ struct FsRules {
   bool tmp_writable = false;            // /tmp really writable (bare --allow-write or named)
   bool var_tmp_writable = false;
   bool shm_writable = false;
+  std::uint64_t tmpfs_size = 0;         // the scratch tmpfs's limit in bytes; 0: half the RAM
   std::vector<std::string> absent_protected;  // denied or protected paths that do not exist yet
   // Protected names that are symlinks in a writable directory (~/.bashrc -> dotfiles/bashrc):
   // their targets are read-only; the create guard keeps the links from being replaced.
@@ -94,6 +96,10 @@ std::optional<std::string> find_env(const std::vector<std::string>& environ, std
 
 // True for a POSIX variable name ([A-Za-z_][A-Za-z0-9_]*).
 bool valid_env_name(const std::string& k);
+
+// A --tmpfs-size value: a number of bytes with an optional K, M, G or T suffix (powers of
+// 1024, either case), more than 0. nullopt when malformed or out of range.
+std::optional<std::uint64_t> parse_size(std::string_view s);
 
 // Human-readable summary of the effective policy for --debug.
 std::vector<std::string> describe(const zerobox::Policy& p, const FsRules& fs);

@@ -22,8 +22,19 @@
  *   probe ls DIR                list entries (one per line), errno of opendir
  *   probe fds                   print open fds above 2; exit 1 if there are any
  *   probe x32                   an x32 system call (getpid)
- *   probe int80                 an i386 system call via int $0x80 (getpid)
+ *   probe int80 [WHAT]          an i386 system call via int $0x80: getpid (the default),
+ *                               socket or socketcall (an AF_VSOCK socket)
  *   probe tiocsti               push a character into fd 0's tty input queue
+ *   probe socket FAMILY         socket(FAMILY, SOCK_STREAM | a flag bit no kernel takes, 0):
+ *                               an unfiltered call gets EINVAL (the flags are checked
+ *                               first), a filtered one EAFNOSUPPORT. FAMILY is a number;
+ *                               +hi sets bit 32 of the register (the kernel reads an int)
+ *   probe socketpair FAMILY     the same for socketpair(2)
+ *   probe socket-make FAMILY TYPE [PROTO]  really make the socket (and close it)
+ *   probe chown PATH UID GID    chown(2)
+ *   probe utimes PATH           utimensat(PATH, NULL): the times set to now
+ *   probe setxattr PATH NAME    setxattr(2) of NAME to "zb"
+ *   probe stat-mode PATH        print the mode (octal) and owner "MODE UID GID"
  *   probe tid-race N            N times: a process whose leader makes files by bare name
  *                               in its own cwd lead/ while another thread, with cwd
  *                               other/ (every other round a directory below it deeper
@@ -46,6 +57,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/personality.h>
 #include <sys/ptrace.h>
 #include <sys/socket.h>
@@ -53,6 +65,7 @@
 #include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
 #include <termios.h>
 #include <time.h>
 #include <unistd.h>
@@ -98,7 +111,9 @@ static int usage(void) {
   fprintf(stderr, "usage: probe syscall NAME | connect-unix PATH | connect-abstract NAME | connect-tcp HOST PORT |\n"
                   "       kill PID SIG | ptrace PID | read PATH | write PATH | create PATH | truncate PATH |\n"
                   "       chmod PATH MODE | rename FROM TO | unlink PATH | rmdir PATH | mkdir PATH |\n"
-                  "       symlink TARGET PATH | ls DIR | fds | x32 | int80 | tiocsti\n");
+                  "       symlink TARGET PATH | ls DIR | fds | x32 | int80 [WHAT] | tiocsti | socket FAMILY |\n"
+                  "       socketpair FAMILY | socket-make FAMILY TYPE [PROTO] | chown PATH UID GID |\n"
+                  "       utimes PATH | setxattr PATH NAME | stat-mode PATH\n");
   return 120;
 }
 
@@ -336,18 +351,80 @@ static int do_x32(void) {
 #endif
 }
 
-static int do_int80(void) {
 #if defined(__x86_64__)
-  long r = 20; /* i386 getpid */
-  __asm__ volatile("int $0x80" : "+a"(r) : : "memory");
+/* An i386 system call through int $0x80, with up to three register arguments. */
+static long int80(long nr, long a, long b, long c) {
+  __asm__ volatile("int $0x80" : "+a"(nr) : "b"(a), "c"(b), "d"(c) : "memory");
+  return nr;
+}
+#endif
+
+static int int80_report(const char *what, long r) {
   if (r < 0 && r > -4096) {
     errno = (int)-r;
-    return report("int80 getpid", -1);
+    return report(what, -1);
   }
   return 0;
+}
+
+/* what: getpid, socket (i386's own socket(AF_VSOCK, SOCK_STREAM, 0)) or socketcall (the
+ * same through socketcall(SYS_SOCKET), its arguments in memory below 4 GiB). A socket
+ * made is closed again. */
+static int do_int80(const char *what) {
+#if defined(__x86_64__)
+  if (strcmp(what, "getpid") == 0) return int80_report("int80 getpid", int80(20, 0, 0, 0));
+  long r;
+  if (strcmp(what, "socket") == 0) {
+    r = int80(359, 40 /* AF_VSOCK */, SOCK_STREAM, 0);
+  } else if (strcmp(what, "socketcall") == 0) {
+    uint32_t *args = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_32BIT, -1, 0);
+    if (args == MAP_FAILED) return report("mmap", -1);
+    args[0] = 40, args[1] = SOCK_STREAM, args[2] = 0;
+    r = int80(102, 1 /* SYS_SOCKET */, (long)(uintptr_t)args, 0);
+  } else {
+    return 120;
+  }
+  if (r >= 0) int80(6 /* close */, r, 0, 0);
+  return int80_report(what, r);
 #else
+  (void)what;
   return 120;
 #endif
+}
+
+/* A family number, with an optional "+hi": bit 32 set in the register. */
+static unsigned long family_arg(const char *s) {
+  unsigned long f = strtoul(s, NULL, 10);
+  if (strstr(s, "+hi") != NULL) f |= 1UL << 32;
+  return f;
+}
+
+/* SOCK_STREAM with a flag bit that is neither SOCK_CLOEXEC nor SOCK_NONBLOCK. */
+#define BAD_SOCK_TYPE ((unsigned long)(SOCK_STREAM | 0x40000000))
+
+static int do_socket(const char *family, int pair) {
+  long r;
+  errno = 0;
+  if (pair) {
+    int sv[2];
+    r = syscall(__NR_socketpair, family_arg(family), BAD_SOCK_TYPE, 0UL, sv);
+  } else {
+    r = syscall(__NR_socket, family_arg(family), BAD_SOCK_TYPE, 0UL);
+  }
+  if (r >= 0) {
+    fprintf(stderr, "probe: %s(%s) with bad flags succeeded\n", pair ? "socketpair" : "socket", family);
+    return 0;
+  }
+  int rc = err_rc();
+  fprintf(stderr, "probe: %s(%s): %s\n", pair ? "socketpair" : "socket", family, strerror(rc));
+  return rc;
+}
+
+static int do_socket_make(const char *family, const char *type, const char *proto) {
+  int s = socket(atoi(family), atoi(type) | SOCK_CLOEXEC, proto ? atoi(proto) : 0);
+  if (s < 0) return report("socket", -1);
+  close(s);
+  return 0;
 }
 
 static int do_tiocsti(void) {
@@ -465,8 +542,22 @@ int main(int argc, char **argv) {
   if (CMD("ls", 1)) return do_ls(argv[2]);
   if (CMD("fds", 0)) return do_fds();
   if (CMD("x32", 0)) return do_x32();
-  if (CMD("int80", 0)) return do_int80();
+  if (CMD("int80", 0)) return do_int80("getpid");
+  if (CMD("int80", 1)) return do_int80(argv[2]);
   if (CMD("tiocsti", 0)) return do_tiocsti();
+  if (CMD("socket", 1)) return do_socket(argv[2], 0);
+  if (CMD("socketpair", 1)) return do_socket(argv[2], 1);
+  if (CMD("socket-make", 2)) return do_socket_make(argv[2], argv[3], NULL);
+  if (CMD("socket-make", 3)) return do_socket_make(argv[2], argv[3], argv[4]);
+  if (CMD("chown", 3)) return report("chown", chown(argv[2], (uid_t)atol(argv[3]), (gid_t)atol(argv[4])));
+  if (CMD("utimes", 1)) return report("utimensat", utimensat(AT_FDCWD, argv[2], NULL, 0));
+  if (CMD("setxattr", 2)) return report("setxattr", setxattr(argv[2], argv[3], "zb", 2, 0));
+  if (CMD("stat-mode", 1)) {
+    struct stat st;
+    if (stat(argv[2], &st) != 0) return report("stat", -1);
+    printf("%o %u %u\n", (unsigned)(st.st_mode & 07777), (unsigned)st.st_uid, (unsigned)st.st_gid);
+    return 0;
+  }
   if (CMD("tid-race", 1)) return tid_race(atoi(argv[2]));
 #undef CMD
   return usage();

@@ -56,4 +56,54 @@ ln -s l1 "$HOSTDIR/l1-link"
 zb --allow-write="$HOSTDIR/l1-link" -- "$PROBE" write "$HOSTDIR/l1/vialink"; expect_rc 0 "--allow-write through a symlink allows its target"
 zb --allow-write="$HOSTDIR/l1" --deny-write="$HOSTDIR/l1-link" -- "$PROBE" write "$HOSTDIR/l1/f"; expect_refused "--deny-write through a symlink denies its target"
 zb --deny-read="$HOSTDIR/l1-link" -- "$PROBE" read "$HOSTDIR/l1/s"; expect_rc_in "2 13" "--deny-read through a symlink denies its target"
+
+# A proc mounted under a walked directory (a chroot's /proc, as at /srv/CHROOT/proc): every
+# directory above a mount is walked, so one under $HOSTDIR will do. It is mounted in a
+# private mount namespace of the test's own that zerobox then runs in (as uid 65534: in a
+# user namespace of the test's, with a pid namespace for the proc, mapped back to 65534).
+# The sandbox leaves it out; a sysfs beside it is shown read-only even inside a writable
+# path. Nothing here writes to either.
+need unshare
+CH=$HOSTDIR/chroot
+mkdir -p "$CH/proc" "$CH/sys" "$CH/etc"
+echo chroot-file >"$CH/etc/f"
+if [ "$MODE" = root ]; then
+  zb_chroot() {
+    run unshare --mount --propagation private sh -c \
+      'mount -t proc proc "$1/proc" && mount -t sysfs sysfs "$1/sys" && shift && exec "$@"' sh "$CH" "$ZEROBOX" "$@"
+  }
+else
+  zb_chroot() {
+    run unshare --user --map-root-user --mount --pid --net --fork --mount-proc sh -c \
+      'mount -t proc proc "$1/proc" && mount -t sysfs sysfs "$1/sys" && shift &&
+       exec unshare --user --map-user=65534 --map-group=65534 "$@"' sh "$CH" "$ZEROBOX" "$@"
+  }
+fi
+zb_chroot -- true
+case $ERR in
+  *"mount: "*) skip "cannot mount proc and sysfs in a namespace of the test's own: $ERR" ;;
+esac
+expect_rc 0 "a run works with a proc mounted under a walked directory"
+zb_chroot -- sh -c 'grep -c " '"$CH"'/proc " /proc/self/mountinfo; ls -A "$1/proc"; cat "$1/etc/f"' sh "$CH"
+expect_out "0
+chroot-file" "the foreign proc is left out (an empty directory), the rest of the chroot shown"
+zb_chroot -- "$PROBE" read "$CH/proc/self/status"; expect_rc 2 "nothing of the foreign proc can be read"
+zb_chroot --allow-read="$CH" -- "$PROBE" ls "$CH/proc"; expect_out_empty "--allow-read of the chroot: its proc left out"
+for flags in --allow-write="$CH" --allow-write -A; do
+  zb_chroot $flags -- sh -c 'ls -A "$1/proc"; grep " $1/sys " /proc/self/mountinfo | cut -d" " -f6' sh "$CH"
+  expect_rc 0 "$flags: a run works with a proc under a writable path"
+  case $OUT in
+    ro,*) ok "$flags: the foreign proc is left out (empty) and the sysfs is read-only" ;;
+    *) fail "$flags: expected an empty proc and a read-only sysfs, got: $OUT" ;;
+  esac
+done
+# With snapshots the walk makes tracked overlays (as root of the whole root; as uid 65534
+# of the home and scratch directories only, the chroot staying read-only).
+zb_chroot --restore --allow-write -- sh -c 'ls -A "$1/proc"; echo ran' sh "$CH"
+expect_out ran "--restore of bare --allow-write: the run works, the foreign proc is left out"
+if [ "$MODE" = root ]; then
+  zb_chroot --restore --allow-write -- sh -c 'echo x > "$1/etc/g" && cat "$1/etc/g"' sh "$CH"
+  expect_out x "--restore of bare --allow-write: the chroot beside its proc is a tracked overlay"
+  expect_absent "$CH/etc/g" "... and --restore threw the write away"
+fi
 finish

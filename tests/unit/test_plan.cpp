@@ -183,7 +183,7 @@ TEST_CASE("with mounts below /var/tmp, nothing is built there for the scratch la
   auto plan = overlay::build_plan(fs, m, "/", {});
   ::rmdir(entry.c_str());
   CHECK(find(plan, OpKind::Mkdir, "/newroot/var/tmp") >= 0);  // the scratch layer's mount point
-  CHECK(find(plan, OpKind::Tmpfs, "/newroot/var/tmp") >= 0);  // it starts empty: mounts below
+  CHECK(find(plan, OpKind::Bind, "/newroot/var/tmp") >= 0);  // it starts empty (mounts below), in the scratch tmpfs
   for (const auto& op : plan.ops) CHECK_MESSAGE(op.dst.rfind("/newroot/var/tmp/", 0) != 0, op.dst);
 }
 
@@ -299,7 +299,7 @@ TEST_CASE("--allow-read paths under /tmp are mounted on top of the scratch layer
   fs.scratch_host_content = false;
   fs.readable = {"/usr", t / "data"};
   auto plan = overlay::build_plan(fs, host_like(), t / "cwd", {});
-  long scratch = find(plan, OpKind::Tmpfs, "/newroot/tmp");
+  long scratch = find(plan, OpKind::Bind, "/newroot/tmp");  // empty: the scratch tmpfs's upper directory
   long data = find(plan, OpKind::Overlay, "/newroot" + (t / "data"));
   long cwd = find(plan, OpKind::Mkdir, "/newroot" + (t / "cwd"));
   REQUIRE(scratch >= 0);
@@ -346,4 +346,82 @@ TEST_CASE("a tracked / is one read-write overlay per top-level directory, kernel
   CHECK(std::find(plan.tracked.begin(), plan.tracked.end(), "/tmp") != plan.tracked.end());
   for (const auto& dir : plan.tracked) CHECK_FALSE(path_is_under_for_test(dir, "/dev"));
   CHECK(std::find(plan.tracked.begin(), plan.tracked.end(), "/proc") == plan.tracked.end());
+}
+
+TEST_CASE("scratch /tmp, /var/tmp and /dev/shm are one size-limited tmpfs, and every other tmpfs is read-only") {
+  for (bool restricted : {false, true}) {
+    CAPTURE(restricted);
+    policy::FsRules fs;
+    fs.read_restricted = restricted;
+    fs.scratch_host_content = !restricted;
+    fs.readable = {"/usr"};
+    auto plan = overlay::build_plan(fs, host_like(), "/", {});
+    long pool = find(plan, OpKind::Tmpfs, "/.zb/scratch");
+    REQUIRE(pool == 0);  // before anything that could use it
+    CHECK(plan.ops[0].data == "mode=755,size=50%");
+    CHECK((plan.ops[0].flags & (MS_NOSUID | MS_NODEV)) == (MS_NOSUID | MS_NODEV));
+    for (const char* d : {"/.zb/scratch/tmp/upper", "/.zb/scratch/vartmp/work", "/.zb/scratch/shm"}) {
+      CAPTURE(d);
+      CHECK(find(plan, OpKind::Mkdir, d) > pool);
+    }
+    long shm = find(plan, OpKind::Bind, "/newroot/dev/shm");
+    REQUIRE(shm > 0);
+    CHECK(plan.ops[static_cast<size_t>(shm)].src == "/.zb/scratch/shm");
+    if (restricted) {
+      long tmp = find(plan, OpKind::Bind, "/newroot/tmp");
+      REQUIRE(tmp > 0);
+      CHECK(plan.ops[static_cast<size_t>(tmp)].src == "/.zb/scratch/tmp/upper");
+    } else {
+      long tmp = find(plan, OpKind::Overlay, "/newroot/tmp");
+      REQUIRE(tmp > 0);
+      CHECK(plan.ops[static_cast<size_t>(tmp)].data.find("upperdir=/.zb/scratch/tmp/upper,") != std::string::npos);
+    }
+    CHECK(plan.scratch_dirs.empty());
+    // Every other tmpfs is mounted read-only or sealed later: the command can fill none.
+    for (size_t i = 1; i < plan.ops.size(); ++i) {
+      const auto& op = plan.ops[i];
+      if (op.kind != OpKind::Tmpfs || (op.flags & MS_RDONLY) != 0) continue;
+      CAPTURE(op.dst);
+      bool sealed = false;
+      for (size_t j = i + 1; j < plan.ops.size(); ++j) {
+        sealed = sealed || (plan.ops[j].kind == OpKind::ReadOnly && plan.ops[j].dst == op.dst && plan.ops[j].flags == 0);
+      }
+      CHECK(sealed);
+    }
+  }
+  policy::FsRules fs;
+  fs.tmpfs_size = 8u << 20;
+  auto plan = overlay::build_plan(fs, host_like(), "/", {});
+  CHECK(plan.ops[0].data == "mode=755,size=8388608");
+  CHECK(overlay::tmpfs_size_option(0) == "size=50%");
+  CHECK(overlay::tmpfs_size_option(4096) == "size=4096");
+}
+
+TEST_CASE("the host's device nodes are read-only binds that keep nodev off") {
+  auto plan = overlay::build_plan({}, host_like(), "/", {});
+  for (const char* d : {"null", "zero", "full", "random", "urandom", "tty"}) {
+    std::string dst = std::string("/newroot/dev/") + d;
+    CAPTURE(dst);
+    long bind = find(plan, OpKind::Bind, dst);
+    long ro = find(plan, OpKind::ReadOnly, dst);
+    REQUIRE(bind >= 0);
+    REQUIRE(ro == bind + 1);
+    CHECK(plan.ops[static_cast<size_t>(bind)].src == "/oldroot/dev/" + std::string(d));
+    CHECK(plan.ops[static_cast<size_t>(ro)].flags == (MS_RDONLY | MS_NOSUID));
+  }
+}
+
+TEST_CASE("a proc mounted where the plan walks is left out, never overlaid or walked") {
+  // The live /proc/sys stands for a chroot's proc: a mount point (in this table) of a proc.
+  overlay::MountTable m = host_like();
+  m.targets.insert("/proc/sys");
+  policy::FsRules fs;
+  fs.read_restricted = true;
+  fs.readable = {"/usr", "/proc/sys"};
+  auto plan = overlay::build_plan(fs, m, "/", {});
+  CHECK(find(plan, OpKind::Mkdir, "/newroot/proc/sys") >= 0);
+  CHECK(find(plan, OpKind::Overlay, "/newroot/proc/sys") < 0);
+  for (const auto& op : plan.ops) CHECK_FALSE(op.dst.rfind("/newroot/proc/sys/", 0) == 0);
+  CHECK(std::any_of(plan.notes.begin(), plan.notes.end(),
+                    [](const std::string& n) { return n.find("left out (a proc mount)") != std::string::npos; }));
 }

@@ -2,6 +2,12 @@
 // the create guard's decision (src/exec/guard.cpp).
 #include <doctest/doctest.h>
 
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <climits>
 #include <cstring>
@@ -27,6 +33,41 @@ TEST_CASE("the embedded seccomp filters are the ones libseccomp builds from the 
   CHECK(same(zb::exec::build_guard_fallback_filter(), zb::exec::embedded_guard_fallback_filter()));
   // What init may keep for the guard is all the base filter gives up.
   CHECK(zb::exec::embedded_seccomp_filter_for_guard().size() < zb::exec::embedded_seccomp_filter().size());
+}
+
+namespace {
+
+// socket() and socketpair() of `family` with a flag bit no kernel takes, in a child under
+// the base filter: EINVAL means the call reached the kernel, EAFNOSUPPORT the filter.
+int socket_errno_under_filter(unsigned long family, bool pair) {
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 || zb::exec::apply_seccomp(zb::exec::embedded_seccomp_filter()) != 0)
+      ::_exit(255);
+    int sv[2];
+    long r = pair ? ::syscall(SYS_socketpair, family, SOCK_STREAM | 0x40000000UL, 0UL, sv)
+                  : ::syscall(SYS_socket, family, SOCK_STREAM | 0x40000000UL, 0UL);
+    ::_exit(r < 0 ? errno : 0);
+  }
+  int st = 0;
+  if (pid < 0 || ::waitpid(pid, &st, 0) != pid || !WIFEXITED(st)) return -1;
+  return WEXITSTATUS(st);
+}
+
+}  // namespace
+
+TEST_CASE("the base filter lets only unix, inet, inet6 and netlink sockets be made") {
+  for (unsigned long f : {1UL, 2UL, 10UL, 16UL}) {  // AF_UNIX, AF_INET, AF_INET6, AF_NETLINK
+    CAPTURE(f);
+    CHECK(socket_errno_under_filter(f, false) == EINVAL);
+  }
+  CHECK(socket_errno_under_filter(AF_UNIX, true) == EINVAL);
+  for (unsigned long f : {0UL, 3UL, 9UL, 11UL, 15UL, 17UL, 29UL, 30UL, 31UL, 38UL, 40UL, 44UL, 45UL, 46UL, 255UL, 1UL << 31,
+                          (1UL << 32) | AF_UNIX, (1UL << 32) | 40UL, ~0UL}) {
+    CAPTURE(f);
+    CHECK(socket_errno_under_filter(f, false) == EAFNOSUPPORT);
+    CHECK(socket_errno_under_filter(f, true) == EAFNOSUPPORT);
+  }
 }
 
 TEST_CASE("the create guard refuses guarded paths and whatever but mkdir stands on their way") {
