@@ -8,7 +8,10 @@
 #include <climits>
 #include <cstdlib>
 #include <memory>
+#include <optional>
 #include <set>
+#include <string_view>
+#include <utility>
 
 #include "cli/app.hpp"
 #include "exec/status_fd.hpp"
@@ -21,37 +24,98 @@
 namespace zb::cli {
 namespace {
 
-// Flags whose value is optional take it only as "--flag=VALUE": "--allow-write dir"
-// must not swallow the command. Bare forms are renamed to hidden internal flags first.
+// Flags whose value is optional: "--flag=VALUE", or "--flag VALUE" when VALUE does not
+// start with "-" (as upstream Zerobox reads them). Bare, they mean "everything" and reach
+// CLI11 as their hidden twin "--flag-all-internal" (app.hpp).
 const std::set<std::string> k_optional_value = {"--allow-write", "--allow-net", "--allow-env"};
-// Flags that take their value as the next word.
+// Long options that take their value after "=" or as the next word.
 const std::set<std::string> k_takes_value = {
     "--allow-read", "--deny-read", "--deny-write", "--deny-net", "--resolve", "--upstream-ca", "--secret",
-    "--secret-file", "--secret-host", "--env", "--deny-env", "-C", "--status-fd", "--profile", "--snapshot-path",
+    "--secret-file", "--secret-host", "--env", "--deny-env", "--status-fd", "--profile", "--snapshot-path",
     "--snapshot-exclude", "--tmpfs-size"};
+// Short options: those that take a value (attached, "-CDIR", or as the next word) and flags.
+constexpr std::string_view k_short_value = "C";
+constexpr std::string_view k_short_flags = "AhV";
 
-std::vector<std::string> rewrite_optional(const std::vector<std::string>& args) {
-  std::vector<std::string> out;
+// One option as the scan reads it.
+struct Word {
+  std::string name;                  // "--allow-write", "-C", "-AC" (a cluster of short options)
+  std::optional<std::string> value;  // attached or the next word; none for a flag or a bare optional value
+  std::vector<std::string> typed;    // the words it was given as (one or two)
+};
+
+// argv split where zerobox's options end. This is the one reading of argv: the answer to
+// --help and --version, the words CLI11 parses and guess_new_net all come from it, so they
+// cannot disagree on what is an option. Options end at the first "--", even where an
+// option still wants its value (it is left without one, and CLI11 says so), or at the
+// first word that does not start with "-" ("-" itself is such a word). CLI11 never sees
+// the command: left to itself it would let a list option eat the words after its value,
+// and "--" with them.
+struct Scan {
+  std::vector<Word> options;
+  std::vector<std::string> command;
+  std::string error;  // the first usage error of the scan itself: an empty value
+};
+
+Scan scan_args(const std::vector<std::string>& args) {
+  Scan s;
   size_t i = 0;
+  // The next word as the value of the option at i, if it can be one.
+  auto next_value = [&](Word& w, bool optional) {
+    if (i + 1 >= args.size() || args[i + 1] == "--") return;
+    if (optional && args[i + 1].starts_with('-')) return;
+    w.value = args[++i];
+    w.typed.push_back(*w.value);
+  };
   for (; i < args.size(); ++i) {
     const std::string& a = args[i];
-    if (a == "--" || a.empty() || a[0] != '-' || a == "-") break;
-    if (k_optional_value.count(a) != 0) {
-      out.push_back(a + "-all-internal");
-      continue;
+    if (a == "--" || a.size() < 2 || a[0] != '-') {
+      s.command.assign(args.begin() + static_cast<std::ptrdiff_t>(i + (a == "--" ? 1 : 0)), args.end());
+      break;
     }
-    out.push_back(a);
-    if (k_takes_value.count(a) != 0 && i + 1 < args.size()) out.push_back(args[++i]);
+    Word w{.name = a, .value = std::nullopt, .typed = {a}};
+    bool takes_value = false;
+    if (a[1] == '-') {
+      size_t eq = a.find('=');
+      w.name = a.substr(0, eq);
+      bool optional = k_optional_value.count(w.name) != 0;
+      takes_value = optional || k_takes_value.count(w.name) != 0;
+      if (eq != std::string::npos) {
+        w.value = a.substr(eq + 1);
+      } else if (takes_value) {
+        next_value(w, optional);
+      }
+    } else {
+      // A cluster, as CLI11 reads it: flags, then perhaps one option with a value
+      // ("-AC DIR", "-ACDIR"). An unknown letter ends it (CLI11 refuses the word).
+      for (size_t j = 1; j < a.size(); ++j) {
+        if (k_short_value.find(a[j]) != std::string_view::npos) {
+          takes_value = true;
+          if (j + 1 < a.size()) {
+            w.value = a.substr(j + 1);
+          } else {
+            next_value(w, false);
+          }
+          break;
+        }
+        if (k_short_flags.find(a[j]) == std::string_view::npos) break;
+      }
+    }
+    if (takes_value && w.value && w.value->empty() && s.error.empty()) s.error = w.name + ": empty value";
+    s.options.push_back(std::move(w));
   }
-  for (; i < args.size(); ++i) out.push_back(args[i]);
-  return out;
+  return s;
 }
 
-void append_list(std::vector<std::string>& dst, const std::vector<std::string>& raw) {
+// A list value, split. One with no entry at all ("", ",") is a usage error: it is a
+// mistake, and read as "no value" it would widen the policy.
+void append_list(std::vector<std::string>& dst, const std::vector<std::string>& raw, const std::string& flag) {
   for (const auto& r : raw) {
+    size_t before = dst.size();
     for (auto& part : path::split_list(r)) {
       if (!part.empty()) dst.push_back(std::move(part));
     }
+    if (dst.size() == before) throw UsageError{flag + ": empty value"};
   }
 }
 
@@ -78,6 +142,17 @@ std::unique_ptr<CLI::App> make_run_app(RunFlags& f) {
   app.prefix_command();
   // CLI11 2.1 has no usage override: widen the "[OPTIONS]" label of the usage line.
   app.get_formatter()->label("OPTIONS", "OPTIONS] [--] COMMAND [ARGS...");
+  // Like git's list of commands: `zerobox snapshot` is a subcommand --help should name.
+  app.footer([] {
+    SnapshotFlags unused;
+    auto snapshot_app = make_snapshot_app(unused);
+    std::string out = "Snapshot commands: zerobox snapshot COMMAND [ARGS...] (each has --help):\n";
+    for (const CLI::App* sub : std::as_const(*snapshot_app).get_subcommands([](const CLI::App*) { return true; })) {
+      std::string name = sub->get_name();
+      out += "  " + name + std::string(name.size() < 10 ? 10 - name.size() : 1, ' ') + sub->get_description() + "\n";
+    }
+    return out;
+  });
   app.footer("Exit status: the command's own; 128+N if killed by signal N; 2 usage error;\n"
              "125 zerobox could not set up the sandbox; 126 not executable; 127 not found.\n"
              "Full reference: docs/usage.md.");
@@ -129,14 +204,18 @@ std::unique_ptr<CLI::App> make_run_app(RunFlags& f) {
   app.add_option("--profile", f.profile, "Load flags from a TOML profile (~/.config/zerobox/NAME.toml or a file)")
       ->group(other)->type_name("NAME|FILE");
   app.add_flag("--quiet", f.quiet, "No zerobox messages on stderr except errors")->group(other);
+  // A list option takes one value per use: left to itself, CLI11 would let it take the
+  // words after that value too, and a "--" with them.
+  for (CLI::Option* o : app.get_options()) {
+    if (o->get_items_expected_max() > 1) o->allow_extra_args(false);
+  }
   return app_owner;
 }
 
 std::optional<bool> guess_new_net(const std::vector<std::string>& args) {
   // The prestart's pipes take the lowest free fds: a --status-fd (or a /dev/fd/N path)
   // naming one that is not open yet would find one of them instead of being refused.
-  // List options take several words, so every word up to "--" is checked, not only
-  // those a simple reading takes for options.
+  // Every word up to the first "--" is checked, a superset of the options the scan finds.
   for (size_t i = 0; i < args.size() && args[i] != "--"; ++i) {
     const std::string& a = args[i];
     if (a.find("/fd/") != std::string::npos) return std::nullopt;
@@ -149,25 +228,20 @@ std::optional<bool> guess_new_net(const std::vector<std::string>& args) {
       }
     }
   }
+  // The network mode, from the options as parse_args() reads them.
+  Scan s = scan_args(args);
+  if (!s.error.empty() || s.command.empty()) return std::nullopt;
   bool host = false, filtered = false;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a == "--" || a.empty() || a[0] != '-' || a == "-") {
-      bool has_command = a != "--" || i + 1 < args.size();
-      if (!has_command) return std::nullopt;
-      return !host || filtered;
-    }
-    if (a == "--no-sandbox" || a == "-h" || a == "--help" || a == "-V" || a == "--version" ||
-        a.rfind("--profile", 0) == 0 || (a[1] != '-' && a.size() > 2)) {
+  for (const Word& w : s.options) {
+    const std::string& n = w.name;
+    if (n == "--no-sandbox" || n == "-h" || n == "--help" || n == "-V" || n == "--version" || n == "--profile" ||
+        (n[1] != '-' && n.size() > 2)) {
       return std::nullopt;
     }
-    if (a == "--allow-net" || a == "-A" || a == "--allow-all") host = true;
-    for (const char* f : {"--allow-net=", "--deny-net", "--secret"}) {
-      if (a.rfind(f, 0) == 0) filtered = true;
-    }
-    if (k_takes_value.count(a) != 0) ++i;
+    if (n == "-A" || n == "--allow-all" || (n == "--allow-net" && !w.value)) host = true;
+    if ((n == "--allow-net" && w.value) || n == "--deny-net" || n.starts_with("--secret")) filtered = true;
   }
-  return std::nullopt;
+  return !host || filtered;
 }
 
 Parsed parse_args(const std::vector<std::string>& raw_args, const std::vector<std::string>& environ) {
@@ -185,29 +259,35 @@ Parsed parse_args(const std::vector<std::string>& raw_args, const std::vector<st
        &snapshot = f.snapshot, &restore = f.restore, &review = f.review;
   auto &cwd = f.cwd, &profile = f.profile, &status_fd = f.status_fd;
 
-  std::vector<std::string> args = rewrite_optional(raw_args);
+  Scan scan = scan_args(raw_args);
   Parsed out;
   // Help and version are answered before CLI11 parses: it reports them by throwing,
   // and the first exception in a static binary costs milliseconds of unwinder set-up.
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a == "--" || a.empty() || a[0] != '-') break;
-    if (k_takes_value.count(a) != 0) {
-      ++i;  // its value, whatever it looks like
-      continue;
-    }
-    if (a == "-h" || a == "--help") {
+  for (const Word& w : scan.options) {
+    if (w.value) continue;
+    if (w.name == "-h" || w.name == "--help") {
       out.action = Action::Help;
       out.text = app.help();
       return out;
     }
-    if (a == "-V" || a == "--version") {
+    if (w.name == "-V" || w.name == "--version") {
       out.action = Action::Version;
       out.text = std::string("zerobox ") + zerobox::version() + "\n";
       return out;
     }
   }
-  std::vector<std::string> rev(args.rbegin(), args.rend());
+  if (!scan.error.empty()) throw UsageError{scan.error};
+  // CLI11 gets the options alone, each with its value, in the words it was given as;
+  // an optional value always after "=", a bare optional-value flag as its twin.
+  std::vector<std::string> words;
+  for (const Word& w : scan.options) {
+    if (k_optional_value.count(w.name) != 0) {
+      words.push_back(w.value ? w.name + "=" + *w.value : w.name + "-all-internal");
+    } else {
+      words.insert(words.end(), w.typed.begin(), w.typed.end());
+    }
+  }
+  std::vector<std::string> rev(words.rbegin(), words.rend());
   try {
     app.parse(rev);
   } catch (const CLI::CallForHelp&) {
@@ -228,16 +308,43 @@ Parsed parse_args(const std::vector<std::string>& raw_args, const std::vector<st
     }
     throw UsageError{msg};
   }
+  // Every word is an option or its value: anything CLI11 left is one it does not know.
+  if (std::vector<std::string> rest = app.remaining(); !rest.empty()) {
+    throw UsageError{"unrecognized option '" + rest.front() + "'"};
+  }
+  if (scan.command.empty()) {
+    // "--allow-write make": the word was the flag's value.
+    const Word* last = scan.options.empty() ? nullptr : &scan.options.back();
+    if (last != nullptr && k_optional_value.count(last->name) != 0 && last->typed.size() == 2) {
+      throw UsageError{"no command given ('" + *last->value + "' was taken as the value of " + last->name +
+                       "; to give it no value, write " + last->name + " -- " + *last->value + ")"};
+    }
+    throw UsageError{"no command given"};
+  }
 
   zerobox::Policy& p = out.policy;
-  if (!profile.empty()) apply_profile(profile, p, environ);
+  if (!profile.empty()) {
+    apply_profile(profile, p, environ);
+    // As on the command line, an empty entry is a mistake, and as a path it would mean
+    // the working directory.
+    const std::pair<const char*, const std::vector<std::string>*> lists[] = {
+        {"allow-read", &p.allow_read},   {"deny-read", &p.deny_read},         {"allow-write", &p.allow_write},
+        {"deny-write", &p.deny_write},   {"allow-net", &p.allow_net},         {"deny-net", &p.deny_net},
+        {"allow-env", &p.allow_env},     {"deny-env", &p.deny_env},           {"upstream-ca", &p.upstream_ca},
+        {"snapshot-path", &p.snapshot_paths}, {"snapshot-exclude", &p.snapshot_exclude}};
+    for (const auto& [key, list] : lists) {
+      if (std::find(list->begin(), list->end(), "") != list->end()) {
+        throw UsageError{"--profile " + profile + ": " + key + ": empty value"};
+      }
+    }
+  }
 
   if (!allow_read.empty()) p.read_restricted = true;
-  append_list(p.allow_read, allow_read);
-  append_list(p.deny_read, deny_read);
-  append_list(p.allow_write, allow_write);
+  append_list(p.allow_read, allow_read, "--allow-read");
+  append_list(p.deny_read, deny_read, "--deny-read");
+  append_list(p.allow_write, allow_write, "--allow-write");
   if (write_all) p.write_all = true;
-  append_list(p.deny_write, deny_write);
+  append_list(p.deny_write, deny_write, "--deny-write");
   if (no_protect) p.protect = false;
   if (app.count("--tmpfs-size") != 0) {
     auto size = policy::parse_size(f.tmpfs_size);
@@ -246,8 +353,8 @@ Parsed parse_args(const std::vector<std::string>& raw_args, const std::vector<st
   }
 
   if (net_all && p.net == zerobox::NetMode::None) p.net = zerobox::NetMode::Host;
-  append_list(p.allow_net, allow_net);
-  append_list(p.deny_net, deny_net);
+  append_list(p.allow_net, allow_net, "--allow-net");
+  append_list(p.deny_net, deny_net, "--deny-net");
   for (const auto& r : resolve) {
     auto colon = r.find(':');
     if (colon == std::string::npos || colon == 0) throw UsageError{"--resolve: expected HOST:IP, got '" + r + "'"};
@@ -259,7 +366,7 @@ Parsed parse_args(const std::vector<std::string>& raw_args, const std::vector<st
     }
     p.resolve.emplace_back(host, ip);
   }
-  append_list(p.upstream_ca, upstream_ca);
+  append_list(p.upstream_ca, upstream_ca, "--upstream-ca");
 
   for (const auto& s : secrets) {
     auto [k, v] = key_value(s, "--secret", false);
@@ -279,7 +386,7 @@ Parsed parse_args(const std::vector<std::string>& raw_args, const std::vector<st
     bool found = false;
     for (auto& secret : p.secrets) {
       if (secret.key == k) {
-        append_list(secret.hosts, {hosts});
+        append_list(secret.hosts, {hosts}, "--secret-host " + k);
         found = true;
       }
     }
@@ -288,16 +395,16 @@ Parsed parse_args(const std::vector<std::string>& raw_args, const std::vector<st
 
   for (const auto& e : envs) p.env_set.push_back(key_value(e, "--env", true));
   if (env_all) p.env_all = true;
-  append_list(p.allow_env, allow_env);
-  append_list(p.deny_env, deny_env);
+  append_list(p.allow_env, allow_env, "--allow-env");
+  append_list(p.deny_env, deny_env, "--deny-env");
 
   int modes = int(snapshot) + int(restore) + int(review);
   if (modes > 1) throw UsageError{"--snapshot, --restore and --review exclude each other"};
   if (snapshot) p.snapshot = zerobox::SnapshotMode::Snapshot;
   if (restore) p.snapshot = zerobox::SnapshotMode::Restore;
   if (review) p.snapshot = zerobox::SnapshotMode::Review;
-  append_list(p.snapshot_paths, snapshot_paths);
-  append_list(p.snapshot_exclude, snapshot_exclude);
+  append_list(p.snapshot_paths, snapshot_paths, "--snapshot-path");
+  append_list(p.snapshot_exclude, snapshot_exclude, "--snapshot-exclude");
 
   if (allow_all) p.allow_all = true;
   if (no_sandbox) p.no_sandbox = true;
@@ -315,19 +422,7 @@ Parsed parse_args(const std::vector<std::string>& raw_args, const std::vector<st
     p.status_fd = fd;
   }
 
-  // CLI11 leaves everything from the first word it did not take: "--" and the command,
-  // the command alone, or an option it did not recognise.
-  std::vector<std::string> rest = app.remaining();
-  if (!rest.empty()) {
-    const std::string& first = args[args.size() - rest.size()];
-    if (first == "--") {
-      rest.erase(rest.begin());
-    } else if (first.size() > 1 && first[0] == '-') {
-      throw UsageError{"unrecognized option '" + first + "'"};
-    }
-  }
-  p.argv = std::move(rest);
-  if (p.argv.empty()) throw UsageError{"no command given"};
+  p.argv = std::move(scan.command);
   // Domain rules and --resolve names are syntax, checked here by the proxy's own grammar.
   for (const auto& r : p.allow_net) {
     if (auto rule = net::parse_rule(r); !rule) throw UsageError{"--allow-net: " + rule.error().message()};

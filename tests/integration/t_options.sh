@@ -1,5 +1,6 @@
 # Other run options: -C, --no-sandbox, --strict-sandbox, --quiet, --debug, -V, -h,
-# --profile FILE and --profile NAME.
+# --profile FILE and --profile NAME; where the options end (attacks on "--", on optional
+# values after a space and on empty values).
 . "$(dirname "$0")/lib.sh"
 
 D=$HOSTDIR/data
@@ -91,4 +92,74 @@ zb --profile "$HOSTDIR/bad.toml" -- true; expect_usage_error "--profile with an 
 printf 'allow-write = [\n' >"$HOSTDIR/broken.toml"
 zb --profile "$HOSTDIR/broken.toml" -- true; expect_usage_error "--profile with a TOML syntax error"
 zb --profile zbint-no-such-profile -- true; expect_setup_error "--profile NAME that does not exist"
+# Where the options end. A is allowed, X and Y are made here and never allowed.
+A=$HOSTDIR/opt-allowed X=$HOSTDIR/opt-denied Y=$HOSTDIR/opt-second
+mkdir -p "$A" "$X" "$Y"
+# After "--" nothing is an option, whatever comes before it (list options ate the "--").
+for before in "--allow-write=$A" "--allow-read=/" "--deny-write=$Y" "--env=ZB=1" "--allow-env=FOO" \
+  "--deny-env=FOO" "--allow-write=$A,$Y"; do
+  zb "$before" -- --allow-all sh -c "touch '$X/f'"
+  expect_rc 127 "$before -- --allow-all sh: runs a program named --allow-all"
+  expect_absent "$X/f" "$before -- --allow-all sh: nothing written"
+  zb "$before" -- --version; expect_rc 127 "$before -- --version: a program, not zerobox's version"
+  expect_out_empty "$before -- --version prints no version"
+done
+zb --allow-read / -- --allow-all sh -c "touch '$X/f'"; expect_rc 127 "--allow-read / -- --allow-all sh"
+zb --env ZB=1 -- --allow-all sh -c "touch '$X/f'"; expect_rc 127 "--env ZB=1 -- --allow-all sh"
+zb --env ZB=1 -- --allow-write -- "$PROBE" create "$X/f"; expect_rc 127 "--env ZB=1 -- --allow-write -- cmd"
+expect_absent "$X/f" "-- --allow-all, -- --allow-write: nothing written"
+zb --allow-write="$A" -- --help; expect_rc 127 "-- --help: a program"
+expect_not_contains "$OUT" "--allow-write" "-- --help prints no help"
+# An option still wanting its value does not take the "--" (and the word after is no option).
+zb --env -- --allow-all sh -c "touch '$X/f'"; expect_usage_error "--env -- --allow-all: --env has no value"
+zb -C -- --allow-all sh -c "touch '$X/f'"; expect_usage_error "-C -- --allow-all: -C has no value"
+expect_absent "$X/f" "an option before -- that wants a value: nothing written"
+# Network options after "--" are the command's.
+start_server http "$HOSTDIR"
+PORT=$SERVER_INFO
+zb --allow-write="$A" -- -A "$PROBE" connect-tcp 127.0.0.1 "$PORT"; expect_rc 127 "-- -A cmd: a program named -A"
+zb --allow-write="$A" -- --allow-net=127.0.0.1 sh -c 'echo "${HTTP_PROXY-none}"'
+expect_rc 127 "-- --allow-net=HOST cmd: a program named --allow-net=HOST"
+expect_not_contains "$OUT" "127.0.0.1" "-- --allow-net=HOST: no proxy was set up"
+zb --env ZB=1 -- --allow-net -- "$PROBE" connect-tcp 127.0.0.1 "$PORT"
+expect_rc 127 "-- --allow-net -- cmd: a program named --allow-net"
+# An optional value after a space is the value, never "everything writable".
+zb --allow-write "$A" -- sh -c "echo a > '$A/g'; echo y > '$Y/f'"
+expect_file_eq "$A/g" a "--allow-write DIR -- cmd: DIR is writable"
+expect_absent "$Y/f" "--allow-write DIR -- cmd: another directory is not"
+zb --allow-write "$A" -- "$PROBE" create "$Y/f"; expect_refused "--allow-write DIR -- cmd: a write elsewhere is refused"
+zb --allow-write "$PROBE" create "$Y/f"; expect_rc_not 0 "--allow-write FILE cmd...: FILE is the value, not the command"
+expect_absent "$Y/f" "--allow-write FILE cmd...: nothing else writable"
+zb --allow-write="$A" --allow-write "$Y" -- sh -c "echo 1 > '$A/h'; echo 2 > '$Y/f'"
+expect_file_eq "$A/h" 1 "--allow-write=A --allow-write B: A writable"
+expect_file_eq "$Y/f" 2 "--allow-write=A --allow-write B: B writable"
+zb --allow-write="$A" --allow-write "$Y" -- "$PROBE" create "$X/f"; expect_refused "--allow-write=A --allow-write B: nothing else"
+rm -f "$Y/f"
+zb --allow-write make; expect_usage_error "--allow-write make: make is the value, no command"
+expect_contains "$ERR" "no command given" "--allow-write make: says no command given"
+zb --allow-net "$PROBE" connect-tcp 127.0.0.1 "$PORT"; expect_rc_not 0 "--allow-net PATH cmd...: not the host's network"
+zb --allow-net "127.0.0.1:$PORT" -- "$PROBE" connect-tcp 127.0.0.1 "$PORT"; expect_rc_not 0 "--allow-net HOST -- cmd: filtered, not the host's network"
+zb --allow-net "127.0.0.1:$PORT" -- sh -c 'echo "${HTTP_PROXY-none}"'; expect_contains "$OUT" "127.0.0.1:" "--allow-net HOST -- cmd: through the proxy"
+zb --allow-net -- "$PROBE" connect-tcp 127.0.0.1 "$PORT"; expect_rc 0 "--allow-net -- cmd: bare, the host's network"
+run env FOO=f BAR=b "$ZEROBOX" --allow-env FOO -- sh -c 'echo "${FOO-unset} ${BAR-unset}"'
+expect_out "f unset" "--allow-env NAME -- cmd: NAME and no other"
+# An empty value is a usage error naming the flag, also when a command follows.
+for flag in --allow-write --allow-net --allow-env --allow-read --deny-write --env; do
+  zb "$flag=" -- "$PROBE" create "$Y/e"; expect_usage_error "$flag= -- cmd"
+  expect_contains "$ERR" "$flag: empty value" "$flag= -- cmd names the flag"
+  zb "$flag=" "$PROBE" create "$Y/e"; expect_usage_error "$flag= cmd"
+  expect_contains "$ERR" "$flag: empty value" "$flag= cmd names the flag"
+  zb "$flag" "" -- "$PROBE" create "$Y/e"; expect_usage_error "$flag '' -- cmd"
+done
+zb --allow-write=, -- "$PROBE" create "$Y/e"; expect_usage_error "--allow-write=, -- cmd"
+expect_absent "$Y/e" "empty values: nothing ran"
+printf 'allow-write = ""\n' >"$HOSTDIR/empty.toml"
+zb_in "$Y" --profile "$HOSTDIR/empty.toml" -- "$PROBE" create "$Y/e"; expect_usage_error "a profile's empty allow-write"
+expect_absent "$Y/e" "a profile's empty allow-write: the working directory is not writable"
+# --help lists the snapshot commands.
+zb --help
+for sub in list show diff accept discard restore clean; do
+  expect_contains "$OUT" "
+  $sub " "--help lists snapshot $sub"
+done
 finish

@@ -105,7 +105,11 @@ case $what in
     expect_bash /usr zerobox -C /us
     expect_bash_only "" zerobox --resolve example.c       # no completion for HOST:IP
     expect_bash echo zerobox --allow-read /tmp ech        # the value is skipped: the command
-    expect_bash echo zerobox --allow-write ech            # a bare --allow-write takes no value
+    expect_bash /usr zerobox --allow-write /us            # an optional value as the next word
+    expect_bash echo zerobox --allow-write /tmp ech       # ... is skipped: the command
+    expect_bash echo zerobox --allow-write -- ech         # a bare --allow-write before --
+    expect_bash echo zerobox --allow-write -C /tmp ech    # ... or before another option
+    expect_bash --debug zerobox --allow-write --de        # an option after a bare one
     expect_bash echo zerobox -- ech
     expect_bash_only diff zerobox snapshot dif
     expect_bash_only --color zerobox snapshot diff --co
@@ -154,6 +158,8 @@ case $what in
     expect_fish diff 'zerobox snapshot dif'
     expect_fish --color=never 'zerobox snapshot diff --color='
     expect_fish echo 'zerobox --allow-read /tmp ech'
+    expect_fish echo 'zerobox --allow-write /tmp ech'   # an optional value as the next word
+    expect_fish echo 'zerobox --allow-write -- ech'
     ;;
 
   *)
