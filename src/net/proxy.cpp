@@ -1306,12 +1306,9 @@ awaitable<bool> exchange(std::shared_ptr<Conn> c, const Message& req, Route rout
   }
 
   Approved subs = c->core.approved(hp);
+  // Scrubs responses of the values, as they are and in the encodings an echo applies; the
+  // Basic credentials they were sent in are added below.
   Redactor red(subs);
-  // Values sent in another form (percent-encoded in the target, inside Basic credentials) are
-  // scrubbed from the response in that form too.
-  for (const SecretEntry* e : subs) {
-    for (const std::string& form : e->echo_forms) red.add(form, e->placeholder);
-  }
   if (!subs.empty()) {
     // A placeholder right after an unfinished escape ("%2", "\u00", "&#x") would have the
     // server decode the value's first bytes into something the scrubber cannot recognise.
@@ -1380,7 +1377,7 @@ awaitable<bool> exchange(std::shared_ptr<Conn> c, const Message& req, Route rout
         std::string info = red.redact(resp.status_line) + "\r\n";
         auto info_options = resp.list("connection");
         for (const Field& f : resp.fields)
-          if (!hop_by_hop(f.name, info_options)) info += f.name + ": " + red.redact(f.value) + "\r\n";
+          if (!hop_by_hop(f.name, info_options)) info += red.redact(f.name) + ": " + red.redact(f.value) + "\r\n";
         info += "\r\n";
         bool passed = co_await write_all(c->client, info);
         if (!passed) {
@@ -1466,7 +1463,7 @@ awaitable<bool> exchange(std::shared_ptr<Conn> c, const Message& req, Route rout
     if (has_te && iequals(f.name, "content-length")) continue;  // RFC 9112 6.3: TE wins
     if (scrub && (iequals(f.name, "content-length") || iequals(f.name, "transfer-encoding"))) continue;
     if (decoder && iequals(f.name, "content-encoding")) continue;
-    rhead += f.name + ": " + red.redact(f.value) + "\r\n";
+    rhead += red.redact(f.name) + ": " + red.redact(f.value) + "\r\n";
   }
   if (scrub && !client_http10) rhead += "Transfer-Encoding: chunked\r\n";
   if (close_client) rhead += "Connection: close\r\n";

@@ -3,8 +3,9 @@
 // the request target and in header values, including inside the base64 of Basic
 // credentials. Nothing is substituted toward any other host, and never in responses; the
 // other way round, responses from an approved host have the real value replaced by the
-// placeholder (headers, and identity-coded bodies), so a server that echoes a request back
-// does not hand the value to the sandbox.
+// placeholder (status line, header names and values, bodies), as it is or in the encodings
+// an echoing server applies, so a server that reflects a request does not hand the value to
+// the sandbox.
 #pragma once
 
 #include <memory>
@@ -29,7 +30,6 @@ struct SecretEntry {
   std::string placeholder;
   std::string value;
   std::vector<Rule> hosts;  // --secret-host; empty: every host the network policy allows
-  std::vector<std::string> echo_forms;  // set by SecretSet: echo_forms(value), made once
 };
 
 // A new placeholder: the prefix and 32 random bytes in hex.
@@ -61,8 +61,13 @@ using Approved = std::vector<const SecretEntry*>;
 
 // Every placeholder of `subs` in s replaced by its value.
 std::string substitute(std::string_view s, const Approved& subs);
-// The same for a request target: every byte of a value is percent-encoded, so that the
-// server decodes exactly the value, and no escape the command left unfinished before the
+// The same for a request target. A value is written as it is where RFC 3986 lets its bytes
+// stand for themselves, so that a server checking the raw target sees the value itself;
+// every other byte is percent-encoded, so that the server decodes exactly the value. In the
+// path (before the first '?') that is every byte but the unreserved ones and
+// "!$&'()*+,=:@" (';' starts a path parameter for some servers); in the query, every byte
+// but the unreserved ones and "!$'()*,:@/?" ('&', '=', '+' and ';' mean something to form
+// decoders). '%' is always encoded, so no escape the command left unfinished before the
 // placeholder ("%2") can take the value's first bytes into it.
 std::string substitute_target(std::string_view target, const Approved& subs);
 // Why a text (a request target or a header value) may not be substituted: an approved
@@ -70,10 +75,6 @@ std::string substitute_target(std::string_view target, const Approved& subs);
 // "&#x", "&#1"), which a decoding server would complete with the value's first bytes,
 // reflecting the value in a form no scrubber can know. "" when the text is fine.
 std::string escaped_placeholder(std::string_view text, const Approved& subs);
-// The forms a server may reflect a value in, besides the value itself, for the scrubber:
-// percent-encoded (every byte, or all but the unreserved ones; upper and lower case hex;
-// '+' for spaces) and JSON-escaped ("\/", "\u00XX" for every non-alphanumeric byte).
-std::vector<std::string> echo_forms(std::string_view value);
 // The same for a header value; for Authorization with the Basic scheme, also inside the
 // base64 of the credentials.
 std::string substitute_field(std::string_view name, std::string_view value, const Approved& subs);
@@ -98,28 +99,41 @@ class Decoder {
 };
 
 // Streams text with every value (of k_min_redacted bytes or more) replaced by its
-// placeholder. Holds back the bytes that could be the start of a value split across two
-// calls; finish() returns them.
+// placeholder. A value is found as it is and through decoders of the encodings servers
+// apply to what they reflect, each undone as a whole, the way its own decoder reads it (so
+// any byte may be escaped or not, hex in either case): percent-encoding, once (%XX) or
+// more (%25XX, %2525XX: an encoded URL encoded again); the same with '+' for a space
+// (forms, Python's quote_plus), once or twice; JSON string escapes (\" \\ \/ \b \f \n
+// \r \t and \uXXXX, surrogate pairs included); HTML character references (the named ones
+// that stand for ASCII, and &#NN; / &#xHH; with or without leading zeros or the ';'); and
+// percent-encoding inside JSON or HTML. Each decoded view of the text is matched against
+// every value at once (Aho-Corasick), so the work is linear in the text. Where finds
+// overlap, the leftmost wins, and the longest of those starting there. Between calls it
+// holds back at most the bytes that a match still open (or an escape not complete yet)
+// spans; finish() returns them.
 class Redactor {
  public:
   explicit Redactor(const Approved& subs);
-  // One more string to scrub: a form the value was sent in (the base64 of Basic credentials,
-  // a percent-encoded value), shown as the form the client sent. Call before feed().
+  Redactor(Redactor&&) noexcept;
+  Redactor& operator=(Redactor&&) noexcept;
+  ~Redactor();
+  // One more string to scrub: a form the value was sent in (the base64 of Basic credentials),
+  // shown as the form the client sent. Call before feed().
   void add(std::string sent, std::string shown);
-  bool active() const { return !m_pairs.empty(); }
+  bool active() const;
   std::string feed(std::string_view in);
   std::string finish();
-  // A complete string (a header value).
+  // A complete string (a header name or value, a status line).
   std::string redact(std::string_view s) const;
 
  private:
-  // The leftmost value at or after `from` (the longest of those starting there), or npos.
-  std::pair<std::size_t, const std::pair<std::string, std::string>*> next_value(std::string_view s,
-                                                                                 std::size_t from) const;
+  struct Patterns;  // the automaton over what is scrubbed
+  struct Scan;      // the state of one stream through it
+  void rebuild();
 
-  std::vector<std::pair<std::string, std::string>> m_pairs;  // value, placeholder
-  std::size_t m_hold = 0;                                    // longest value - 1
-  std::string m_pending;
+  std::vector<std::pair<std::string, std::string>> m_pairs;  // found, written in its place
+  std::unique_ptr<Patterns> m_patterns;
+  std::unique_ptr<Scan> m_scan;
 };
 
 }  // namespace zb::net

@@ -6,9 +6,12 @@
 //   - substituted into a valid request target, a value (one with a space and a '~' here)
 //     leaves it valid;
 //   - the streaming scrubber (feed/finish, any cut points) gives exactly what the one-shot
-//     redact() gives, and its output never contains a value.
+//     redact() gives, and its output never contains a value, nor A's value with every byte
+//     %XX ('$' in the body; '^' is the same with \u00xx, which a '\' before it can make
+//     into something else, so it is only scrubbed, not checked).
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <string_view>
@@ -68,13 +71,35 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   (void)substitute_field(data[0] % 2 ? "Authorization" : "X-Key", text, subs);
 
-  // The scrubber, with values on the response side.
+  // The scrubber, with values on the response side, as they are and encoded.
+  static const std::string pct_a = [] {
+    std::string out;
+    for (char ch : approved().value) {
+      char buf[4];
+      std::snprintf(buf, sizeof buf, "%%%02X", static_cast<unsigned char>(ch));
+      out += buf;
+    }
+    return out;
+  }();
+  static const std::string json_a = [] {
+    std::string out;
+    for (char ch : approved().value) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned char>(ch));
+      out += buf;
+    }
+    return out;
+  }();
   std::string body;
   for (char ch : in) {
     if (ch == '@')
       body += approved().value;
     else if (ch == '#')
       body += other().value;
+    else if (ch == '$')
+      body += pct_a;
+    else if (ch == '^')
+      body += json_a;
     else
       body += ch;
   }
@@ -88,5 +113,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   out += stream.finish();
   if (out != whole) std::abort();
   if (out.find(approved().value) != std::string::npos || out.find(other().value) != std::string::npos) std::abort();
+  if (out.find(pct_a) != std::string::npos) std::abort();
   return 0;
 }

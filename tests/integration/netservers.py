@@ -32,8 +32,31 @@ Servers (on the host, 127.0.0.1, random ports):
         /echo-gzip      the echo gzip-compressed (Content-Encoding: gzip) whatever the
                         request's Accept-Encoding says (&coding=deflate: zlib-wrapped
                         deflate; &coding=br: the echo as it is, labelled "br")
+        /echo-redirect  a login redirect: 302 with Location /login?next=<the target,
+                        percent-encoded again> and the same link in an HTML body
+        /echo-pct2      the echo percent-encoded twice (&case=lower: lower-case hex)
+        /echo-quote     the echo as Python's urllib.parse.quote() gives it (&plus=1:
+                        quote_plus())
+        /echo-json      {"echo": the echo} as Go's encoding/json writes it (\\u0026 for
+                        '&', \\u003c, \\u003e; &style=every: every character \\u-escaped,
+                        hex in alternating case)
+        /echo-html      the echo HTML-escaped as Python's html.escape() does it
+                        (&style=numeric: every character a numeric reference, decimal
+                        and hex in turn, with leading zeros)
+        /echo-header-name   the X-Custom header's value in a header name,
+                        X-Echo-<value>: 1
+        /raw-check/...  200 "raw path matches" when the raw request target is
+                        /raw-check/<V>?key=<V> for the V in the file raw-expect next to
+                        LOGFILE, else 403 "raw path differs" (a server that signs or
+                        checks the target as sent)
       and writes "HTTP HTTPS" (the two ports) to READYFILE, atomically. Exits after 120
       seconds at the latest.
+
+  netservers.py decode MODE
+      (on the host) reads a response on stdin and writes what a client can decode
+      from it: the "echo" string of a JSON object (json), HTML references undone (html,
+      redirect), '+' as a space (quote-plus); then, in every mode, percent-encoding
+      undone for as long as any is left
 
 Clients (inside the sandbox; the proxy is 127.0.0.1:3128 there):
   raw REQUEST            send REQUEST (Python escapes such as \\r\\n interpreted) to the
@@ -354,6 +377,9 @@ class SecretHandler(Handler):
     def handle_any(self):
         import base64
         import gzip
+        import html
+        import json
+        import re
         import time
         import urllib.parse
         body = self.read_body() if self.command != "HEAD" else b""
@@ -361,6 +387,16 @@ class SecretHandler(Handler):
         url = urllib.parse.urlsplit(self.path)
         q = dict(urllib.parse.parse_qsl(url.query))
         route = url.path
+        if route.startswith("/raw-check/"):
+            with open(os.path.join(os.path.dirname(self.log_path), "raw-expect"), "rb") as f:
+                want = f.read().decode("latin-1").rstrip("\n")
+            ok = self.path == "/raw-check/%s?key=%s" % (want, want)
+            msg = b"raw path matches\n" if ok else b"raw path differs\n"
+            self.send_response(200 if ok else 403)
+            self.send_header("Content-Length", str(len(msg)))
+            self.end_headers()
+            self.wfile.write(msg)
+            return
         if not route.startswith("/echo"):
             if self.command == "HEAD":
                 return super().do_HEAD()
@@ -381,7 +417,36 @@ class SecretHandler(Handler):
                     creds = b"(bad base64)"
             out += b"basic=" + creds + b"\n"
             extra.append(("X-Echo-Basic", creds.decode("latin-1")))
-        reason = auth if route == "/echo-status" else "OK"
+        status = 200
+        text = out.decode("latin-1")
+        if route == "/echo-redirect":
+            status = 302
+            nxt = "/login?next=" + urllib.parse.quote(self.path, safe="")
+            extra.append(("Location", nxt))
+            out = ('<a href="%s">login</a>\n' % nxt.replace("&", "&amp;")).encode("latin-1")
+        elif route == "/echo-pct2":
+            out = urllib.parse.quote(urllib.parse.quote(text, safe=""), safe="").encode()
+            if q.get("case") == "lower":
+                out = re.sub(rb"%[0-9A-F]{2}", lambda m: m.group(0).lower(), out)
+        elif route == "/echo-quote":
+            out = (urllib.parse.quote_plus(text) if q.get("plus") == "1" else urllib.parse.quote(text)).encode()
+        elif route == "/echo-json":
+            if q.get("style") == "every":
+                inner = "".join(("\\u%04X" if i % 2 else "\\u%04x") % ord(c) for i, c in enumerate(text))
+                out = ('{"echo": "%s"}' % inner).encode()
+            else:
+                enc = json.dumps({"echo": text}, ensure_ascii=False)
+                for c, e in (("&", "\\u0026"), ("<", "\\u003c"), (">", "\\u003e")):
+                    enc = enc.replace(c, e)
+                out = enc.encode("utf-8")
+        elif route == "/echo-html":
+            if q.get("style") == "numeric":
+                out = "".join(("&#x%04X;" if i % 2 else "&#%05d;") % ord(c) for i, c in enumerate(text)).encode()
+            else:
+                out = html.escape(text).encode("latin-1")
+        elif route == "/echo-header-name":
+            extra.append(("X-Echo-" + (self.headers.get("X-Custom") or ""), "1"))
+        reason = auth if route == "/echo-status" else ("Found" if status == 302 else "OK")
         if route == "/echo-big":
             pad = b"x" * 70000
             out = (out + pad) * int(q.get("n", "3"))
@@ -393,7 +458,7 @@ class SecretHandler(Handler):
                 import zlib
                 out = zlib.compress(out)
             extra.append(("Content-Encoding", coding))
-        self.send_response(200, reason)
+        self.send_response(status, reason)
         self.send_header("Content-Type", "text/plain")
         for k, v in extra:
             self.send_header(k, v)
@@ -492,6 +557,22 @@ def client_tls_request(*argv):
     sys.stdout.write(data.decode("latin-1"))
 
 
+def decode(mode):
+    import html
+    import json
+    import urllib.parse
+    t = sys.stdin.buffer.read().decode("latin-1")
+    if mode in ("html", "redirect"):
+        t = html.unescape(t)
+    elif mode == "quote-plus":
+        t = urllib.parse.unquote_plus(t)
+    elif mode == "json":
+        t = json.loads(t)["echo"]
+    while urllib.parse.unquote(t) != t:
+        t = urllib.parse.unquote(t)
+    sys.stdout.write(t)
+
+
 def main():
     kind, args = sys.argv[1], sys.argv[2:]
     fn = {
@@ -504,6 +585,7 @@ def main():
         "direct": client_direct,
         "tls-request": client_tls_request,
         "secrets-serve": secrets_serve,
+        "decode": decode,
     }.get(kind)
     if fn is None:
         sys.exit("unknown kind " + kind)

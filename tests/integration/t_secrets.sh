@@ -279,11 +279,12 @@ expect_contains "$OUT" "X-Custom: s1-ZEROBOX_SECRET_" "socks5 https: echo scrubb
 expect_contains "$OUT" "X-Custom: s2-ZEROBOX_SECRET_" "socks5 http: echo scrubbed"
 no_leak "$V" "socks5"
 
-# The URL: a query parameter; a value with bytes a URL cannot hold is percent-encoded.
+# The URL: a query parameter; a value with bytes a URL cannot hold is percent-encoded, the
+# rest (here all of it: letters, digits, '-') is sent as it is.
 newval query
 zb "${B[@]}" --secret TOKEN="$V" "${SEC[@]}" -- sh -c 'curl -sS -i --max-time 15 "$1/echo?token=$TOKEN&x=1"' sh "$S"
 in_log "decoded-request: GET /echo?token=$V&x=1 HTTP/1.1" "query: the server got the value in the URL"
-not_in_log "https GET /echo?token=$V" "query: every byte of the value percent-encoded on the wire"
+in_log "=== https GET /echo?token=$V&x=1 HTTP/1.1" "query: an unreserved value is not percent-encoded on the wire"
 expect_contains "$OUT" "X-Echo-Target: /echo?token=ZEROBOX_SECRET_" "query: the echoed target shows the placeholder"
 no_leak "$V" "query"
 VQ="zbsec q \"<>{}|^\`\\#é-$UNIQ-$RANDOM"
@@ -373,6 +374,69 @@ in_log "Authorization: Bearer $VIN" "nested values: the server got the inner val
 expect_contains "$OUT" "X-Custom: $(line 2)" "nested values: the outer value echoed as its own placeholder"
 no_leak "$VIN" "nested values"
 no_leak "${VOUT#"$VIN"}" "nested values (the outer value's own part)"
+
+# --- Echoes in other encodings ----------------------------------------------------------------
+# A server that reflects the request in the encodings servers use: the sandbox never sees the
+# value, in any of them. The output is decoded on the host as a client would decode it (and
+# then percent-decoded for as long as anything is left), and must show the placeholder where
+# the server put the value, never the value. The value has bytes each encoding treats in its
+# own way, and is sent in a header (as it is) and in the query (percent-encoded there, so
+# that most echoes below hold it encoded twice or three times).
+newval forms
+VF="$V/a&b<c>d\"e'f g+h%i\\j~k=l;m"
+PH_RE='ZEROBOX_SECRET_[0-9a-f]{64}'
+FORMS=("/echo-redirect redirect" "/echo-pct2 pct2" "/echo-pct2?case=lower pct2" "/echo-quote quote"
+  "/echo-quote?plus=1 quote-plus" "/echo-json json" "/echo-json?style=every json" "/echo-html html"
+  "/echo-html?style=numeric html")
+# One sandbox for all of them: each response (the body alone, with the header block for the
+# redirect) after a line "=== N".
+zb "${B[@]}" --secret TOKEN="$VF" "${SEC[@]}" -- sh -c 'base=$1; shift; n=0
+  for form do
+    path=${form% *} head=; [ "${form##* }" = redirect ] && head=-i
+    case $path in *\?*) u="$base$path&t=$TOKEN" ;; *) u="$base$path?t=$TOKEN" ;; esac
+    n=$((n + 1)); echo "=== $n"
+    curl -sS $head --max-time 15 -H "X-Custom: $TOKEN" "$u"; echo
+  done' sh "$S" "${FORMS[@]}"
+expect_rc 0 "echoes in other encodings: exit 0"
+ALL=$OUT
+no_leak "$VF" "echoes in other encodings"
+n=0
+for form in "${FORMS[@]}"; do
+  path=${form% *} mode=${form##* }
+  n=$((n + 1))
+  part=$(printf '%s\n' "$ALL" | awk -v n="$n" '/^=== [0-9]+$/ { on = ($2 == n); next } on' | tr -d '\r')
+  expect_ne "$part" "" "echo $path: a response"
+  decoded=$(printf '%s' "$part" | "$PY" "$NS" decode "$mode")
+  expect_not_contains "$decoded" "$VF" "echo $path: the value is in no decoding of the response"
+  expect_not_contains "$decoded" "${VF%%/*}" "echo $path: nor its first part"
+  if [ "$mode" = redirect ]; then
+    printf '%s\n' "$decoded" | grep -qE "^Location: /login\?next=/echo-redirect\?t=$PH_RE\$"
+    _check $? "echo $path: the redirect shows the placeholder" "$(printf '%s\n' "$decoded" | grep -i location)"
+  else
+    printf '%s\n' "$decoded" | grep -qE "X-Custom: $PH_RE"
+    _check $? "echo $path: the echoed header shows the placeholder" "$(printf '%s\n' "$decoded" | head -c 600)"
+    printf '%s\n' "$decoded" | grep -qE "^line=GET /echo-[a-z0-9]+(\?[a-z]+=[a-z0-9]+)?[?&]t=$PH_RE HTTP/1.1\$"
+    _check $? "echo $path: the echoed request line shows the placeholder" "$(printf '%s\n' "$decoded" | head -c 600)"
+  fi
+done
+in_log "X-Custom: $VF" "echoes in other encodings: the server got the value"
+# In a response header's name (the value must be a token there: letters, digits, '-'); and
+# a server that checks the raw target (a signature over the path as sent) gets an
+# alphanumeric value as it is, in the path and in the query.
+newval hname
+VN=$V
+newval raw
+VR=${V//-/}
+printf '%s\n' "$VR" >"$L/raw-expect"
+zb "${B[@]}" --secret TOKEN="$VN" --secret RAW="$VR" "${SEC[@]}" --secret-host RAW=api.test -- sh -c '
+  curl -sS -i --max-time 15 -H "X-Custom: $TOKEN" "$1/echo-header-name"
+  curl -sS -i --max-time 15 "$1/raw-check/$RAW?key=$RAW"' sh "$S"
+expect_contains "$OUT" "X-Echo-ZEROBOX_SECRET_" "echo in a header name: the name shows the placeholder"
+in_log "X-Custom: $VN" "echo in a header name: the server got the value"
+no_leak "$VN" "echo in a header name"
+expect_contains "$OUT" "raw path matches" "raw target check: the server got the alphanumeric value unencoded"
+in_log "=== https GET /raw-check/$VR?key=$VR HTTP/1.1" "raw target check: the request line as logged"
+no_leak "$VR" "raw target check"
 
 # --- Other hosts get the placeholder -----------------------------------------------------------
 newval other

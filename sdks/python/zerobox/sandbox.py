@@ -42,6 +42,28 @@ def _escape(item: str) -> str:
     return str(item).replace(",", "\\,")
 
 
+def _escaped_lists(option: str, items: Sequence[str]) -> List[str]:
+    """The items joined into as few comma-separated values as zerobox reads back exactly.
+
+    zerobox's rule: values are split at commas, ``\\,`` is a literal comma, and any other
+    backslash is itself. So an item ending in a backslash would take the comma after it
+    into a literal one and swallow the next item: such an item ends its value, and the
+    rest go into another one (repeating a list flag adds to the list)."""
+    out: List[str] = []
+    group: List[str] = []
+    for item in items:
+        item = item if isinstance(item, str) else os.fsdecode(item)
+        if item == "":
+            raise ValueError(f"{option}: empty list item")
+        group.append(_escape(item))
+        if item.endswith("\\"):
+            out.append(",".join(group))
+            group = []
+    if group:
+        out.append(",".join(group))
+    return out
+
+
 def _as_list(items: Union[str, Sequence[str]]) -> List[str]:
     if isinstance(items, (str, bytes)):
         items = [items]  # a single string is one path, not a list of characters
@@ -49,10 +71,7 @@ def _as_list(items: Union[str, Sequence[str]]) -> List[str]:
 
 
 def _list_flag(name: str, items: Sequence[str]) -> List[str]:
-    items = _as_list(items)
-    if not items:
-        return []
-    return [f"--{name}=" + ",".join(_escape(i) for i in items)]
+    return [f"--{name}={v}" for v in _escaped_lists(name, _as_list(items))]
 
 
 def _opt_flag(name: str, value: BoolOrList) -> List[str]:
@@ -355,7 +374,8 @@ class SandboxPolicy:
             hl = _as_list(hosts)
             if not hl:
                 raise ValueError(f"secret_hosts[{k!r}] names no host")
-            a += ["--secret-host", f"{k}=" + ",".join(_escape(h) for h in hl)]
+            for v in _escaped_lists(f"secret_hosts[{k!r}]", hl):
+                a += ["--secret-host", f"{k}={v}"]
         if snapshot:
             a.append(f"--{snapshot}")
         if snapshot_paths is not None:

@@ -140,6 +140,38 @@ fn read_policy() {
 }
 
 #[test]
+fn deny_list_with_odd_names() {
+    // Names zerobox's list rule treats specially (",", "\,", a trailing backslash), each
+    // followed by another name, and a newline: every one must be denied.
+    let t = TempDir::new("lists");
+    let names = ["trail\\", "comma,name", "two\\\\", "new\nline", "\\", "esc\\,comma", "back\\slash", ",lead", "end,\\"];
+    let paths: Vec<PathBuf> = names
+        .iter()
+        .enumerate()
+        .map(|(i, name)| {
+            let p = t.join(name);
+            std::fs::write(&p, format!("zb-denied-{i}\n")).unwrap();
+            p
+        })
+        .collect();
+    let control = t.join("control");
+    std::fs::write(&control, "zb-control\n").unwrap();
+    let script = r#"for f do cat -- "$f" 2>/dev/null; done; cat -- "$0""#;
+    let mut args: Vec<std::ffi::OsString> = vec!["-c".into(), script.into(), control.clone().into()];
+    args.extend(paths.iter().map(|p| p.clone().into_os_string()));
+    let open = t.sandbox().run("sh", &args).unwrap();
+    for i in 0..names.len() {
+        assert!(open.text().contains(&format!("zb-denied-{i}\n")), "readable without the list: {}", open.text());
+    }
+    let denied = t.sandbox().deny_read(&paths).run("sh", &args).unwrap();
+    assert_eq!(denied.exit_code, Some(0), "{}", denied.stderr_text());
+    assert!(denied.text().contains("zb-control\n"));
+    for (i, name) in names.iter().enumerate() {
+        assert!(!denied.text().contains(&format!("zb-denied-{i}")), "{name:?} was readable");
+    }
+}
+
+#[test]
 fn write_policy() {
     let t = TempDir::new("write");
     let target = t.join("out.txt");

@@ -169,3 +169,23 @@ test("concurrent runs stay apart", { timeout: 60_000 }, async () => {
   });
   assert.equal(new Set(results.map((r) => r.pid)).size, results.length);
 });
+
+test("deny-read: every item of the list is denied, whatever its name holds", async () => {
+  // Names zerobox's list rule treats specially (",", "\,", a trailing backslash), each
+  // followed by another name, and a newline.
+  const names = ["trail\\", "comma,name", "two\\\\", "new\nline", "\\", "esc\\,comma", "back\\slash", ",lead", "end,\\"];
+  const paths = names.map((name, i) => {
+    const p = join(tmp.dir, name);
+    writeFileSync(p, `zb-denied-${i}\n`);
+    return p;
+  });
+  const control = join(tmp.dir, "control");
+  writeFileSync(control, "zb-control\n");
+  const script = 'for f do cat -- "$f" 2>/dev/null; done; cat -- "$0"';
+  const open = await tmp.sandbox().run("sh", ["-c", script, control, ...paths]);
+  names.forEach((_, i) => assert.ok(open.text().includes(`zb-denied-${i}\n`), "readable without the list"));
+  const denied = await tmp.sandbox({ denyRead: paths }).run("sh", ["-c", script, control, ...paths]);
+  assert.equal(denied.exitCode, 0, denied.stderr.toString());
+  assert.ok(denied.text().includes("zb-control\n"));
+  names.forEach((name, i) => assert.ok(!denied.text().includes(`zb-denied-${i}`), `${JSON.stringify(name)} was readable`));
+});
