@@ -6,7 +6,13 @@
 //   env = { RUST_LOG = "debug" }               # or ["RUST_LOG=debug"]
 //   allow-env = ["CARGO_HOME"]
 //   strict-sandbox = true
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <toml++/toml.h>
+
+#include <algorithm>
+#include <cstdio>
 
 #include "cli/cli.hpp"
 #include "policy/policy.hpp"
@@ -45,17 +51,66 @@ bool boolean(const toml::node& n, const std::string& key, const std::string& fil
   return *b;
 }
 
+// What makes `p` (lstat'ed into st) a place others could change, or empty. A symlink's
+// own mode means nothing; a sticky directory (/tmp) may be writable by all, since only
+// an entry's owner can rename or remove it there.
+std::string unsafe(const std::string& p, const struct stat& st, unsigned uid) {
+  if (st.st_uid != uid && st.st_uid != 0) return p + " belongs to uid " + std::to_string(st.st_uid);
+  if (S_ISLNK(st.st_mode) || (st.st_mode & 022) == 0 || (S_ISDIR(st.st_mode) && (st.st_mode & S_ISVTX) != 0)) return {};
+  char mode[8];
+  std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+  return p + " is writable by " + ((st.st_mode & 002) != 0 ? "others" : "its group") + " (mode " + mode + ")";
+}
+
+// A profile decides how strong the sandbox is (one line turns it off), so one that
+// someone other than the caller or root could have changed is refused, as ssh refuses
+// a config file others can write: the file, each symlink on the way to it, and every
+// directory above the file or such a link. Returns the file's canonical path.
+std::string check_owner(const std::string& flag, const std::string& abs) {
+  auto canon = path::canonicalize(abs);
+  if (!canon || !canon->exists) throw SetupError{flag + ": " + abs + ": No such file"};
+  std::vector<std::string> chain = {canon->path};
+  for (const auto& link : path::walk_links(abs).links) {
+    chain.push_back(link);
+    auto dir = path::canonicalize(path::parent(link));
+    if (dir && dir->exists) chain.push_back(dir->path);
+  }
+  unsigned uid = ::getuid();
+  std::vector<std::string> seen;
+  for (const auto& start : chain) {
+    for (std::string p = start;; p = path::parent(p)) {
+      if (std::find(seen.begin(), seen.end(), p) != seen.end()) break;
+      seen.push_back(p);
+      struct stat st {};
+      if (::lstat(p.c_str(), &st) != 0) throw SetupError{flag + ": " + p + ": cannot be checked"};
+      if (std::string why = unsafe(p, st, uid); !why.empty()) {
+        throw SetupError{flag + ": " + why + ": a profile others can change is refused (keep it and the directories above it the caller's or root's, and not writable by group or others)"};
+      }
+      if (p == "/") break;
+    }
+  }
+  return canon->path;
+}
+
 }  // namespace
 
 void apply_profile(const std::string& name_or_file, zerobox::Policy& p, const std::vector<std::string>& environ) {
+  std::string home = policy::find_env(environ, "HOME").value_or("");
   std::string file = name_or_file;
   bool is_name = name_or_file.find('/') == std::string::npos && !name_or_file.ends_with(".toml");
   if (is_name) {
-    std::string cfg = policy::find_env(environ, "XDG_CONFIG_HOME").value_or("");
-    if (cfg.empty()) cfg = path::join(policy::find_env(environ, "HOME").value_or("/"), ".config");
-    file = path::join(path::join(cfg, "zerobox"), name_or_file + ".toml");
+    std::string dir = policy::profile_lookup_dir(home, policy::find_env(environ, "XDG_CONFIG_HOME").value_or(""));
+    file = path::join(dir, name_or_file + ".toml");
+  } else {
+    std::string cwd = "/";
+    if (char buf[4096]; ::getcwd(buf, sizeof buf) != nullptr) cwd = buf;
+    file = path::absolute(file, cwd, home.empty() ? "/" : home);
   }
-  if (path::kind_of(file) != path::Kind::File) throw SetupError{"--profile " + name_or_file + ": " + file + ": No such file"};
+  std::string flag = "--profile " + name_or_file;
+  if (path::kind_of(file) != path::Kind::File) throw SetupError{flag + ": " + file + ": No such file"};
+  // The profile directories are never writable inside (policy::compute_fs); a profile
+  // file kept anywhere else is read-only for the runs that load it.
+  p.deny_write.push_back(check_owner(flag, file));
   toml::table t;
   try {
     t = toml::parse_file(file);

@@ -369,7 +369,7 @@ int run_prestarted(Policy p, const std::vector<std::string>& environ, RunOptions
     auto canon = zb::path::canonicalize(store_dir);
     if (canon && canon->exists) store_dir = canon->path;
   }
-  if (!store_dir.empty() && zb::path::kind_of(store_dir) == zb::path::Kind::Directory) fs.masked.push_back(store_dir);
+  if (!store_dir.empty() && zb::path::kind_of(store_dir) == zb::path::Kind::Directory) zb::policy::mask_where_shown(fs, store_dir);
   zb::overlay::PlanOptions plan_opts{.uid0_is_host_root = ::geteuid() == 0};
   if (snap.active) {
     plan_opts.session_dir = snap.store->session_dir(snap.session.id);

@@ -45,11 +45,35 @@ const std::vector<std::string>& protected_write_names() {
 }
 
 const std::vector<std::string>& protected_read_paths() {
+  // docs/security.md lists them with what each holds. Each one that exists costs a mount
+  // at start-up; the others a stat() (docs/performance.md).
   static const std::vector<std::string> paths = {
-      "~/.ssh", "~/.gnupg", "~/.aws", "~/.config/gcloud", "~/.kube",
-      "~/.docker/config.json", "~/.netrc", "~/.git-credentials", "~/.config/gh",
-      "~/.pypirc", "/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-", "/etc/ssh/*key*",
-      "/etc/ssl/private"};
+      // Keys and credentials: ssh and gpg, cloud and container tools, package registries,
+      // password stores and keyrings.
+      "~/.ssh", "~/.gnupg", "~/.aws", "~/.azure", "~/.config/gcloud", "~/.gcloud", "~/.oci", "~/.kube",
+      "~/.minikube", "~/.docker", "~/.config/containers/auth.json", "~/.vault-token", "~/.terraform.d",
+      "~/.terraformrc", "~/.config/doctl", "~/.config/hcloud", "~/.fly", "~/.s3cfg", "~/.boto",
+      "~/.databrickscfg", "~/.netrc", "~/.git-credentials", "~/.config/git/credentials", "~/.config/gh",
+      "~/.config/hub", "~/.config/glab-cli", "~/.subversion/auth", "~/.pypirc", "~/.npmrc", "~/.yarnrc.yml",
+      "~/.cargo/credentials.toml", "~/.cargo/credentials", "~/.gem/credentials", "~/.m2/settings-security.xml",
+      "~/.cache/huggingface/token", "~/.huggingface/token", "~/.config/rclone", "~/.config/sops",
+      "~/.config/borg", "~/.config/op", "~/.op", "~/.config/Bitwarden CLI", "~/.password-store", "~/.pki",
+      "~/.local/share/keyrings", "~/.local/share/kwalletd", "~/.msmtprc", "~/.fetchmailrc",
+      // Shell and REPL history: commands typed with passwords and tokens in them.
+      "~/.bash_history", "~/.zsh_history", "~/.zhistory", "~/.histfile", "~/.sh_history",
+      "~/.local/share/fish/fish_history", "~/.python_history", "~/.ipython/profile_default/history.sqlite",
+      "~/.node_repl_history", "~/.irb_history", "~/.pry_history", "~/.psql_history", "~/.mysql_history",
+      "~/.sqlite_history", "~/.rediscli_history", "~/.dbshell", "~/.mongosh", "~/.scala_history",
+      "~/.julia/logs/repl_history.jl", "~/.lesshst",
+      // Browser, mail and chat profiles: cookies, sessions and saved passwords.
+      "~/.mozilla", "~/.thunderbird", "~/.librewolf", "~/.config/google-chrome", "~/.config/google-chrome-beta",
+      "~/.config/google-chrome-unstable", "~/.config/chromium", "~/.config/BraveSoftware",
+      "~/.config/microsoft-edge", "~/.config/vivaldi", "~/.config/opera", "~/snap/firefox/common/.mozilla",
+      "~/snap/chromium/common/chromium", "~/.var/app/org.mozilla.firefox", "~/.var/app/com.google.Chrome",
+      "~/.var/app/org.chromium.Chromium", "~/.var/app/com.brave.Browser", "~/.var/app/org.mozilla.Thunderbird",
+      "~/.config/Slack", "~/.config/discord", "~/.config/Signal",
+      // The system's.
+      "/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-", "/etc/ssh/*key*", "/etc/ssl/private"};
   return paths;
 }
 
@@ -119,8 +143,9 @@ std::string git_toplevel(std::string dir) {
 
 // Canonicalises each path of a list in place. `must_exist`: a missing path is an error
 // unless its parent exists. `create_dirs`: such a path is created as a directory.
+// `refused`: paths (canonical) that the list may not name, nor anything below them.
 Result<void> canonical_list(std::vector<std::string>& list, const char* flag, const Caller& c,
-                            bool must_exist, bool create_dirs) {
+                            bool must_exist, bool create_dirs, const std::vector<std::string>& refused = {}) {
   std::vector<std::string> out;
   for (const auto& raw : list) {
     if (raw.empty()) return fail_msg(std::string(flag) + ": empty path");
@@ -128,6 +153,12 @@ Result<void> canonical_list(std::vector<std::string>& list, const char* flag, co
     std::string abs = path::absolute(raw, c.cwd, c.home);
     auto canon = path::canonicalize(abs);
     if (!canon) return fail(std::string(flag) + " " + log::quote(raw), canon.error().err);
+    for (const auto& r : refused) {
+      if (path::is_under(canon->path, r)) {
+        return fail_msg(std::string(flag) + " " + log::quote(raw) + ": " + log::quote(r) +
+                        " holds zerobox's profiles, which are never writable inside a sandbox");
+      }
+    }
     if (!canon->exists && must_exist) {
       std::string parent = path::parent(canon->path);
       if (path::kind_of(parent) != path::Kind::Directory) {
@@ -146,6 +177,11 @@ Result<void> canonical_list(std::vector<std::string>& list, const char* flag, co
   out.erase(std::unique(out.begin(), out.end()), out.end());
   list = std::move(out);
   return {};
+}
+
+std::vector<std::string> own_profile_dirs(const Caller& c) {
+  auto xdg = c.env.find("XDG_CONFIG_HOME");
+  return profile_dirs(c.home, xdg == c.env.end() ? std::string() : xdg->second);
 }
 
 // The tracked roots of a snapshot run (CLI.md --snapshot-path): canonical, writable,
@@ -288,7 +324,14 @@ Result<void> finalize(Policy& p, const Caller& c) {
     if (p.net == NetMode::None) p.net = NetMode::Host;
   }
   if (auto r = canonical_list(p.allow_read, "--allow-read", at_cwd, true, false); !r) return r;
-  if (auto r = canonical_list(p.allow_write, "--allow-write", at_cwd, true, true); !r) return r;
+  // A profile can turn the sandbox off for the next run: naming a profile directory in
+  // --allow-write is an error rather than a quiet read-only view (compute_fs keeps them
+  // read-only under anything wider).
+  std::vector<std::string> profiles;
+  for (const auto& d : own_profile_dirs(c)) {
+    if (auto canon = path::canonicalize(d); canon) profiles.push_back(canon->path);
+  }
+  if (auto r = canonical_list(p.allow_write, "--allow-write", at_cwd, true, true, profiles); !r) return r;
   // "/" is the bare flag. The kernel's own file systems are never bound in from the host
   // (that would undo the fresh /proc, the read-only /sys and the minimal /dev).
   if (std::erase(p.allow_write, std::string("/")) > 0) p.write_all = true;
@@ -579,6 +622,28 @@ FsRules compute_fs(const Policy& p, const Caller& c) {
       }
     }
   }
+  // zerobox's own profiles, whatever --allow-write or --no-protect say: a profile rewritten
+  // to `no-sandbox = true` would hand the next `--profile NAME` run the host. Each
+  // directory that is there becomes a read-only view (its place pinned by the plan, like
+  // every read-only path inside a writable one); one that is not is guarded, so the
+  // command cannot make it, nor move a directory of its own there. Symlinks on the way
+  // are kept from being replaced, as a protected name's are.
+  for (const auto& dir : own_profile_dirs(c)) {
+    auto walk = path::walk_links(dir);
+    for (const auto& l : walk.links) {
+      if (writable_at(l)) fs.protected_links.push_back(l);
+    }
+    if (!walk.open_end.empty() && writable_at(walk.open_end)) fs.absent_protected.push_back(walk.open_end);
+    for (const auto& d : walk.left) {
+      if (writable_at(d)) fs.pinned_dirs.push_back(d);
+    }
+    if (walk.loop || !writable_at(walk.target)) continue;
+    if (walk.exists) {
+      ro.push_back(walk.target);
+    } else {
+      fs.absent_protected.push_back(walk.target);
+    }
+  }
   drop_nested(ro);
   fs.read_only = ro;
   sort_unique(fs.absent_protected);
@@ -636,6 +701,12 @@ FsRules compute_fs(const Policy& p, const Caller& c) {
   }
   sort_unique(fs.masked_sockets);
   return fs;
+}
+
+void mask_where_shown(FsRules& fs, const std::string& dir) {
+  if (fs.read_restricted && !under_any(dir, fs.readable)) return;
+  if (under_any(dir, fs.masked)) return;
+  fs.masked.push_back(dir);
 }
 
 std::vector<std::string> bound_unix_sockets(const std::string& proc_net_unix) {

@@ -80,6 +80,11 @@ struct FsRules {
 
 FsRules compute_fs(const zerobox::Policy& p, const Caller& caller);
 
+// Adds `dir` (zerobox's store) to fs.masked where the view shows it. Under --allow-read a
+// path outside every readable root is not in the view at all: there is nothing to hide,
+// and no mount point for a mask.
+void mask_where_shown(FsRules& fs, const std::string& dir);
+
 // The absolute paths of the unix sockets bound in this network namespace, as listed by the
 // kernel in /proc/net/unix (sorted, unique).
 std::vector<std::string> bound_unix_sockets(const std::string& proc_net_unix = "/proc/net/unix");
@@ -93,6 +98,15 @@ std::vector<std::string> build_env(const zerobox::Policy& p, const Caller& calle
 
 // The value of KEY in a list of "K=V" strings; nullopt when it is not set.
 std::optional<std::string> find_env(const std::vector<std::string>& environ, std::string_view key);
+
+// zerobox's own configuration. The directory `--profile NAME` reads NAME.toml from:
+// $XDG_CONFIG_HOME/zerobox when XDG_CONFIG_HOME is an absolute path, else ~/.config/zerobox
+// (an empty home is "/"). Lexically normalised, not canonical.
+std::string profile_lookup_dir(const std::string& home, const std::string& xdg_config_home);
+// Every directory a later run may load a profile from by name, whatever XDG_CONFIG_HOME is
+// then: ~/.config/zerobox, and $XDG_CONFIG_HOME/zerobox when that differs. compute_fs keeps
+// them from being written, created or replaced inside the sandbox, whatever the policy says.
+std::vector<std::string> profile_dirs(const std::string& home, const std::string& xdg_config_home);
 
 // True for a POSIX variable name ([A-Za-z_][A-Za-z0-9_]*).
 bool valid_env_name(const std::string& k);

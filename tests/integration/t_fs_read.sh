@@ -107,6 +107,24 @@ expect_out w "--allow-write paths are readable under --allow-read"
 zb --allow-read="$D/pub/p.txt" -- "$PROBE" read "$D/pub/p.txt"; expect_out public "--allow-read of a single file"
 zb --allow-read="$D/pub/p.txt" -- "$PROBE" read "$D/pub/abs-ln"; expect_rc_in "2 13" "--allow-read of a file: its siblings stay hidden"
 
+# The default store (~/.local/state/zerobox: ZEROBOX_HOME is unset here) is masked where
+# the view shows it; a view without it (--allow-read elsewhere) has nothing to mask there.
+# HOME is outside the scratch /tmp here, as a real one is (root's /root).
+SH=$HOSTDIR/storehome
+mkdir -p "$SH" "$HOSTDIR/snapd"
+zsh_() { run env HOME="$SH" "$ZEROBOX" "$@"; }
+pushd "$HOSTDIR/snapd" >/dev/null || fail "cannot cd"
+zsh_ --snapshot --allow-write=. -- sh -c 'echo s > f'; expect_rc 0 "a --snapshot run makes the default store"
+popd >/dev/null || true
+expect_present "$SH/.local/state/zerobox/journal.db" "the default store is ~/.local/state/zerobox"
+zsh_ "$AR" -- "$PROBE" read "$D/pub/p.txt"; expect_rc 0 "--allow-read runs once the default store exists"
+expect_out public "--allow-read with the default store: content"
+zsh_ --allow-read="$SH" -- "$PROBE" read "$SH/.local/state/zerobox/journal.db"
+expect_rc_in "2 13" "the store is unreadable when --allow-read shows HOME"
+zsh_ --allow-read="$SH" --allow-write -- "$PROBE" create "$SH/.local/state/zerobox/x"
+expect_refused "the store is not writable with --allow-read=HOME and a bare --allow-write"
+zsh_ -- "$PROBE" read "$SH/.local/state/zerobox/journal.db"; expect_rc_in "2 13" "the store is unreadable by default"
+
 # A --deny-read path that is a dangling symlink holds nothing to hide: the run starts.
 ln -sfn missing-target "$D/dangling-denied"
 zb --deny-read="$D/dangling-denied" -- "$PROBE" read "$D/dangling-denied"

@@ -304,3 +304,106 @@ TEST_CASE("bound unix sockets are read from /proc/net/unix: absolute paths only"
   CHECK(socks == std::vector<std::string>{"/run/systemd/journal/dev-log", "/tmp/a b.sock"});
   CHECK(policy::bound_unix_sockets(t / "missing").empty());
 }
+
+TEST_CASE("profile directories: $XDG_CONFIG_HOME/zerobox when absolute, and ~/.config/zerobox always") {
+  CHECK(policy::profile_lookup_dir("/home/u", "") == "/home/u/.config/zerobox");
+  CHECK(policy::profile_lookup_dir("/home/u", "/cfg/") == "/cfg/zerobox");
+  CHECK(policy::profile_lookup_dir("/home/u", "rel/cfg") == "/home/u/.config/zerobox");
+  CHECK(policy::profile_lookup_dir("", "") == "/.config/zerobox");
+  CHECK(policy::profile_dirs("/home/u", "") == std::vector<std::string>{"/home/u/.config/zerobox"});
+  CHECK(policy::profile_dirs("/home/u", "/home/u/.config") == std::vector<std::string>{"/home/u/.config/zerobox"});
+  CHECK(policy::profile_dirs("/home/u", "/x") == std::vector<std::string>{"/home/u/.config/zerobox", "/x/zerobox"});
+}
+
+TEST_CASE("profile directories are never writable: read-only when there, guarded when not") {
+  test::TempDir t;
+  test::mkdirs(t / "home/.config/zerobox");
+  test::write_file(t / "home/.config/zerobox/p.toml", "");
+  auto c = caller_in(t.path(), t / "home");
+  c.env["XDG_CONFIG_HOME"] = t / "home/xdg";
+  for (int variant = 0; variant < 3; ++variant) {
+    CAPTURE(variant);
+    zerobox::Policy p;
+    p.argv = {"true"};
+    if (variant == 0) p.allow_write = {t / "home"};
+    if (variant == 1) p.write_all = true;
+    if (variant == 2) {
+      p.allow_write = {t / "home/.config"};
+      p.protect = false;  // --no-protect does not lift them
+    }
+    REQUIRE(policy::finalize(p, c));
+    auto fs = policy::compute_fs(p, c);
+    CHECK(has(fs.read_only, t / "home/.config/zerobox"));
+    if (variant != 2) CHECK(has(fs.absent_protected, t / "home/xdg/zerobox"));
+  }
+
+  SUBCASE("naming one, or a path inside one, in --allow-write is an error") {
+    for (const auto& w : {t / "home/.config/zerobox", t / "home/.config/zerobox/sub", t / "home/xdg/zerobox"}) {
+      zerobox::Policy p;
+      p.argv = {"true"};
+      p.allow_write = {w};
+      auto r = policy::finalize(p, c);
+      REQUIRE_FALSE(r);
+      CHECK(r.error().message().find("never writable") != std::string::npos);
+    }
+    struct stat st {};
+    CHECK(::lstat((t / "home/.config/zerobox/sub").c_str(), &st) != 0);
+    CHECK(::lstat((t / "home/xdg").c_str(), &st) != 0);
+  }
+  SUBCASE("a symlinked profile directory: its target is read-only, the link pinned") {
+    test::mkdirs(t / "home/dotfiles/zerobox");
+    std::filesystem::remove_all(t / "home/.config/zerobox");
+    std::filesystem::create_directory_symlink("../dotfiles/zerobox", t / "home/.config/zerobox");
+    zerobox::Policy p;
+    p.argv = {"true"};
+    p.allow_write = {t / "home"};
+    REQUIRE(policy::finalize(p, c));
+    auto fs = policy::compute_fs(p, c);
+    CHECK(has(fs.read_only, t / "home/dotfiles/zerobox"));
+    CHECK(has(fs.protected_links, t / "home/.config/zerobox"));
+  }
+  SUBCASE("outside the writable paths there is nothing to protect") {
+    zerobox::Policy p;
+    p.argv = {"true"};
+    p.allow_write = {t / "home/xdg-other"};
+    REQUIRE(policy::finalize(p, c));
+    auto fs = policy::compute_fs(p, c);
+    CHECK_FALSE(has(fs.read_only, t / "home/.config/zerobox"));
+    CHECK_FALSE(has(fs.absent_protected, t / "home/xdg/zerobox"));
+  }
+}
+
+TEST_CASE("credentials, histories and browser profiles are unreadable unless named") {
+  test::TempDir t;
+  test::mkdirs(t / "home");
+  for (const char* f : {".npmrc", ".bash_history", ".vault-token"}) test::write_file(t / (std::string("home/") + f), "");
+  for (const char* d : {".docker", ".mozilla", ".config/google-chrome", ".local/share/keyrings"}) test::mkdirs(t / (std::string("home/") + d));
+  test::write_file(t / "home/.docker/config.json", "");
+  test::write_file(t / "home/notes.txt", "");
+  auto c = caller_in(t.path(), t / "home");
+  zerobox::Policy p;
+  p.argv = {"true"};
+  p.allow_read = {t / "home/.npmrc"};  // named, as --allow-read names it
+  REQUIRE(policy::finalize(p, c));
+  auto fs = policy::compute_fs(p, c);
+  for (const char* m : {".bash_history", ".vault-token", ".docker", ".mozilla", ".config/google-chrome", ".local/share/keyrings"}) {
+    CHECK(has(fs.masked, t / (std::string("home/") + m)));
+  }
+  CHECK_FALSE(has(fs.masked, t / "home/.docker/config.json"));  // inside a masked directory
+  CHECK_FALSE(has(fs.masked, t / "home/.npmrc"));
+  CHECK_FALSE(has(fs.masked, t / "home/notes.txt"));
+}
+
+TEST_CASE("the store is masked only where the view shows it") {
+  policy::FsRules fs;
+  policy::mask_where_shown(fs, "/home/u/.local/state/zerobox");
+  CHECK(fs.masked == std::vector<std::string>{"/home/u/.local/state/zerobox"});
+  policy::FsRules restricted;
+  restricted.read_restricted = true;
+  restricted.readable = {"/usr", "/home/u/project"};
+  policy::mask_where_shown(restricted, "/home/u/.local/state/zerobox");
+  CHECK(restricted.masked.empty());
+  restricted.readable.push_back("/home/u");
+  policy::mask_where_shown(restricted, "/home/u/.local/state/zerobox");
+  CHECK(restricted.masked == std::vector<std::string>{"/home/u/.local/state/zerobox"});
+}
