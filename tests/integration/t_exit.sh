@@ -109,7 +109,7 @@ expect_absent "$HOSTDIR/target/x" "nothing written by the program named --allow-
 zb -- echo --allow-write --debug -V; expect_out "--allow-write --debug -V" "flags after the command are its arguments"
 expect_eq "$ERR" "" "no debug output from flags after the command"
 zb echo --allow-write; expect_out "--allow-write" "without --, flags after the command are its arguments"
-zb --allow-write echo hi; expect_out hi "bare --allow-write does not swallow the command"
+zb --allow-write -- echo hi; expect_out hi "bare --allow-write before -- does not swallow the command"
 zb -- -V; expect_rc 127 "'zerobox -- -V' runs a program named -V"
 
 # Closed stdio: zerobox's own pipes must not take fds 0-2 (the command would get them as

@@ -177,11 +177,12 @@ A	sub
 A	sub/p"
 expect_eq "$(stat -c %F "$CASE_DIR/new")" fifo "fifos: the FIFO is a FIFO on the host"
 
-# setuid/setgid are dropped at accept: the host file is the command's minus those bits.
+# setuid/setgid bits cannot be set inside (seccomp refuses them: t_stdio.sh); should one
+# come through, accept drops it: the host file is the command's minus those bits.
 snap_case setuid \
   'echo plain >was_plain; chmod 755 was_plain' \
-  'printf "#!/bin/sh\n" >su; chmod 4755 su; printf "#!/bin/sh\n" >sg; chmod 2755 sg
-   printf "#!/bin/sh\n" >both; chmod 6711 both; chmod u+s was_plain; mkdir sgd; chmod 2755 sgd' \
+  'printf "#!/bin/sh\n" >su; chmod 4755 su || chmod 755 su; printf "#!/bin/sh\n" >sg; chmod 2755 sg || chmod 755 sg
+   printf "#!/bin/sh\n" >both; chmod 6711 both || chmod 711 both; chmod u+s was_plain || true; mkdir sgd; chmod 2755 sgd || true' \
   '' 's/^(\.\/(su|sg|both|was_plain)\|f\|)[246]([0-7]{3})\|/\1\3|/'
 [ -d "$CASE_DIR/sgd" ] || fail "setuid: sgd missing"
 for f in su sg both was_plain; do
