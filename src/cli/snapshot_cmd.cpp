@@ -6,6 +6,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -28,6 +29,12 @@ using store::Session;
 namespace log = zb::log;
 
 constexpr int k_failed = 1;
+
+constexpr const char* k_id_help =
+    "ID is a unique prefix of a session id, or `last`: the newest session made in the\n"
+    "working directory or tracking it (not one that a run elsewhere made meanwhile); when\n"
+    "there is none, the store's newest, with a note on stderr.";
+constexpr const char* k_id_option = "A unique prefix of a session id, or `last` (the newest session of this directory)";
 
 std::string format_time(std::int64_t ns, bool utc_iso) {
   time_t t = static_cast<time_t>(ns / 1000000000);
@@ -55,7 +62,9 @@ std::string join_command(const std::vector<std::string>& argv) {
   return out;
 }
 
-std::string dump(const nlohmann::json& j) { return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"; }
+std::string dump(const nlohmann::json& j) {
+  return snapshot::json_escape_controls(j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace)) + "\n";
+}
 
 std::string short_id(const std::string& id) { return id.substr(0, 12); }
 
@@ -74,12 +83,19 @@ Result<store::Store> open_store(const Ctx& ctx) {
   return st;
 }
 
-Result<Session> find_session(store::Store& st, const std::string& arg) {
-  auto id = st.resolve_id(arg);
+// ID or `last` (the caller's newest session: Store::resolve_id). When no session belongs
+// to the caller's directory, `last` is the store's newest, which another run may have
+// made: one note on stderr says which it is.
+Result<Session> find_session(store::Store& st, const std::string& arg, const Ctx& ctx) {
+  auto id = st.resolve_id(arg, ctx.cwd);
   if (!id) return std::unexpected(id.error());
-  auto s = st.get_session(*id);
+  auto s = st.get_session(id->id);
   if (!s) return std::unexpected(s.error());
-  if (!*s) return fail_msg("no session " + *id);
+  if (!*s) return fail_msg("no session " + id->id);
+  if (id->fallback) {
+    log::info("note: no session was made in " + log::quote(ctx.cwd) + " or tracks it; `last` is the store's newest, " +
+              short_id(id->id) + " (made in " + log::quote((*s)->cwd) + ")");
+  }
   return std::move(**s);
 }
 
@@ -126,7 +142,10 @@ int cmd_list(const Ctx& ctx, bool json) {
     return 0;
   }
   if (sessions->empty()) return 0;
-  std::printf("%-12s  %-9s  %-7s  %7s  %-19s  %s\n", "ID", "STATE", "MODE", "CHANGES", "CREATED", "COMMAND");
+  // Columns as wide as their widest cell ("discarded", "snapshot"), so every row lines up
+  // whatever its state and mode; COMMAND, the last, is not padded.
+  std::vector<std::array<std::string, 6>> rows;
+  rows.push_back({"ID", "STATE", "MODE", "CHANGES", "CREATED", "COMMAND"});
   for (const auto& s : *sessions) {
     auto counts = st->count_changes(s.id);
     std::int64_t total = 0;
@@ -134,8 +153,28 @@ int cmd_list(const Ctx& ctx, bool json) {
       for (auto n : *counts) total += n;
     }
     std::string mode = s.kind == store::SessionKind::Restore ? "undo" : std::string(store::to_string(s.mode));
-    std::printf("%-12s  %-9s  %-7s  %7lld  %-19s  %s\n", short_id(s.id).c_str(), std::string(store::to_string(s.state)).c_str(),
-                mode.c_str(), static_cast<long long>(total), format_time(s.created_at, false).c_str(), join_command(s.command).c_str());
+    rows.push_back({short_id(s.id), std::string(store::to_string(s.state)), mode, std::to_string(total),
+                    format_time(s.created_at, false), join_command(s.command)});
+  }
+  std::array<std::size_t, 6> width{};
+  for (const auto& r : rows) {
+    for (std::size_t c = 0; c < r.size(); ++c) width[c] = std::max(width[c], r[c].size());
+  }
+  for (const auto& r : rows) {
+    std::string line;
+    for (std::size_t c = 0; c < r.size(); ++c) {
+      std::string pad(width[c] - r[c].size(), ' ');
+      bool last_col = c + 1 == r.size();
+      if (c == 3) {
+        line += pad + r[c];  // CHANGES: numbers right-aligned
+      } else {
+        line += r[c];
+        if (!last_col) line += pad;
+      }
+      if (!last_col) line += "  ";
+    }
+    line += '\n';
+    std::fputs(line.c_str(), stdout);
   }
   return 0;
 }
@@ -143,7 +182,7 @@ int cmd_list(const Ctx& ctx, bool json) {
 int cmd_show(const Ctx& ctx, const std::string& arg, bool json) {
   auto st = open_store(ctx);
   if (!st) throw SetupError{st.error().message()};
-  auto s = find_session(*st, arg);
+  auto s = find_session(*st, arg, ctx);
   if (!s) throw SetupError{s.error().message()};
   auto counts = st->count_changes(s->id);
   if (!counts) throw SetupError{counts.error().message()};
@@ -162,7 +201,7 @@ int cmd_show(const Ctx& ctx, const std::string& arg, bool json) {
   std::printf("command   %s\n", join_command(s->command).c_str());
   std::printf("cwd       %s\n", log::quote(s->cwd).c_str());
   for (const auto& t : j["tracked"]) std::printf("tracked   %s\n", log::quote(t.get<std::string>()).c_str());
-  for (const auto& e : j["exclude"]) std::printf("exclude   %s\n", e.get<std::string>().c_str());
+  for (const auto& e : j["exclude"]) std::printf("exclude   %s\n", log::quote(e.get<std::string>()).c_str());
   std::printf("created   %s\n", format_time(s->created_at, false).c_str());
   if (s->finished_at) std::printf("finished  %s\n", format_time(*s->finished_at, false).c_str());
   if (s->applied_at) std::printf("applied   %s\n", format_time(*s->applied_at, false).c_str());
@@ -179,7 +218,7 @@ int cmd_diff(const Ctx& ctx, const std::string& arg, const std::string& format, 
              const std::vector<std::string>& paths) {
   auto st = open_store(ctx);
   if (!st) throw SetupError{st.error().message()};
-  auto s = find_session(*st, arg);
+  auto s = find_session(*st, arg, ctx);
   if (!s) throw SetupError{s.error().message()};
   auto changes = st->changes(s->id);
   if (!changes) throw SetupError{changes.error().message()};
@@ -197,6 +236,9 @@ int cmd_diff(const Ctx& ctx, const std::string& arg, const std::string& format, 
     if (e == "TERM=dumb") no_color = true;
   }
   o.color = color == "always" || (color == "auto" && tty && !no_color);
+  // A file's bytes reach a terminal only as visible text: a carriage return or an escape
+  // sequence in it could otherwise hide what the session wrote. Pipes get the exact bytes.
+  o.visible_controls = tty;
   o.cwd = s->cwd;
   o.session_id = s->id;
   for (const auto& p : paths) o.filters.push_back(path::absolute(p, ctx.cwd, path::parent(ctx.cwd)));
@@ -236,7 +278,7 @@ int report_conflicts(const std::vector<std::string>& conflicts, const std::strin
 int cmd_accept(const Ctx& ctx, const std::string& arg, bool force) {
   auto st = open_store(ctx);
   if (!st) throw SetupError{st.error().message()};
-  auto s = find_session(*st, arg);
+  auto s = find_session(*st, arg, ctx);
   if (!s) throw SetupError{s.error().message()};
   auto r = snapshot::accept_session(*st, s->id, {.force = force, .progress = true});
   if (!r) throw SetupError{r.error().message()};
@@ -248,7 +290,7 @@ int cmd_accept(const Ctx& ctx, const std::string& arg, bool force) {
 int cmd_restore(const Ctx& ctx, const std::string& arg, bool force) {
   auto st = open_store(ctx);
   if (!st) throw SetupError{st.error().message()};
-  auto s = find_session(*st, arg);
+  auto s = find_session(*st, arg, ctx);
   if (!s) throw SetupError{s.error().message()};
   auto r = snapshot::restore_session(*st, s->id, {.force = force, .progress = true});
   if (!r) throw SetupError{r.error().message()};
@@ -261,7 +303,7 @@ int cmd_restore(const Ctx& ctx, const std::string& arg, bool force) {
 int cmd_discard(const Ctx& ctx, const std::string& arg) {
   auto st = open_store(ctx);
   if (!st) throw SetupError{st.error().message()};
-  auto s = find_session(*st, arg);
+  auto s = find_session(*st, arg, ctx);
   if (!s) throw SetupError{s.error().message()};
   if (auto r = snapshot::discard_session(*st, s->id); !r) throw SetupError{r.error().message()};
   log::info("discarded session " + short_id(s->id));
@@ -306,27 +348,32 @@ std::unique_ptr<CLI::App> make_snapshot_app(SnapshotFlags& f) {
                                               "zerobox snapshot");
   CLI::App& app = *app_owner;
   app.require_subcommand(1);
-  app.footer("ID is a unique prefix of a session id, or `last`.\nExit status: 0 done; 1 refused or failed; 2 usage error.");
+  app.footer(std::string(k_id_help) + "\nExit status: 0 done; 1 refused or failed; 2 usage error.");
 
   auto* list = app.add_subcommand("list", "List sessions, oldest first");
   list->add_flag("--json", f.json, "Machine-readable output");
   auto* show = app.add_subcommand("show", "Command, working directory, times, exit status, counts and state of a session");
-  show->add_option("ID", f.id)->required();
+  show->add_option("ID", f.id, k_id_option)->required();
+  show->footer(k_id_help);
   show->add_flag("--json", f.json, "Machine-readable output");
-  auto* diff = app.add_subcommand("diff", "What a session changed, as a unified diff");
-  diff->add_option("ID", f.id)->required();
+  auto* diff = app.add_subcommand("diff", "What a session changed, as a unified diff; on a terminal, control characters in contents show as `cat -v` shows them (^M, ^[, M-^[)");
+  diff->add_option("ID", f.id, k_id_option)->required();
+  diff->footer(k_id_help);
   diff->add_option("PATH", f.paths, "Only changes at or below these paths");
   diff->add_flag("--json", f.json, "Machine-readable output");
   diff->add_flag("--stat", f.stat, "A diffstat");
   diff->add_flag("--name-status", f.name_status, "One line per change: A, M, D or T, a tab and the path");
   diff->add_option("--color", f.color, "When to colour the output")->check(CLI::IsMember({"auto", "always", "never"}));
   auto* accept = app.add_subcommand("accept", "Apply a pending session to the real filesystem");
-  accept->add_option("ID", f.id)->required();
+  accept->add_option("ID", f.id, k_id_option)->required();
+  accept->footer(k_id_help);
   accept->add_flag("--force", f.force, "Overwrite files that changed since the session recorded them");
   auto* discard = app.add_subcommand("discard", "Drop a pending session's changes (its diff stays available)");
-  discard->add_option("ID", f.id)->required();
+  discard->add_option("ID", f.id, k_id_option)->required();
+  discard->footer(k_id_help);
   auto* restore = app.add_subcommand("restore", "Put the real filesystem back as it was before the session (journaled: undoable)");
-  restore->add_option("ID", f.id)->required();
+  restore->add_option("ID", f.id, k_id_option)->required();
+  restore->footer(k_id_help);
   restore->add_flag("--force", f.force, "Overwrite files that changed since the session was applied");
   auto* clean = app.add_subcommand("clean", "Remove finished sessions older than DAYS (never running or pending ones)");
   clean->add_option("--older-than", f.older, "Age in days")->required()->type_name("DAYS");

@@ -295,9 +295,14 @@ std::string hunk_range(std::size_t before, std::size_t count) {
   return s;
 }
 
-void write_op(std::FILE* out, const Op& op, const Colors& col) {
+void write_op(std::FILE* out, const Op& op, const Colors& col, bool visible) {
   bool newline = !op.line.empty() && op.line.back() == '\n';
   std::string_view body = newline ? op.line.substr(0, op.line.size() - 1) : op.line;
+  std::string made_visible;
+  if (visible) {
+    made_visible = visible_controls(body);
+    body = made_visible;
+  }
   const char* color = op.sign == '-' ? col.old_line : op.sign == '+' ? col.new_line : "";
   if (*color != '\0') put(out, color);
   std::fputc(op.sign, out);
@@ -310,7 +315,7 @@ void write_op(std::FILE* out, const Op& op, const Colors& col) {
 // Unified hunks with k_context lines of context; changes fewer than 2 * k_context + 1
 // unchanged lines apart share a hunk, as in git. Within a run of changes the removed
 // lines come first.
-void write_hunks(std::FILE* out, const std::vector<Op>& ops, const Colors& col) {
+void write_hunks(std::FILE* out, const std::vector<Op>& ops, const Colors& col, bool visible) {
   const std::size_t n = ops.size();
   std::vector<bool> shown(n, false);
   for (std::size_t j = 0; j < n; ++j) {
@@ -337,16 +342,16 @@ void write_hunks(std::FILE* out, const std::vector<Op>& ops, const Colors& col) 
              col.reset);
     for (std::size_t k = i; k < end;) {
       if (ops[k].sign == ' ') {
-        write_op(out, ops[k++], col);
+        write_op(out, ops[k++], col, visible);
         continue;
       }
       std::size_t run_end = k;
       while (run_end < end && ops[run_end].sign != ' ') ++run_end;
       for (std::size_t m = k; m < run_end; ++m) {
-        if (ops[m].sign == '-') write_op(out, ops[m], col);
+        if (ops[m].sign == '-') write_op(out, ops[m], col, visible);
       }
       for (std::size_t m = k; m < run_end; ++m) {
-        if (ops[m].sign == '+') write_op(out, ops[m], col);
+        if (ops[m].sign == '+') write_op(out, ops[m], col, visible);
       }
       k = run_end;
     }
@@ -402,7 +407,7 @@ Result<void> diff_pair(store::Store& store, const Pair& p, ChangeKind kind, Pair
 }
 
 Result<void> write_patch_pair(std::FILE* out, store::Store& store, const Change& c, const Pair& p,
-                              const std::string& shown, const Colors& col) {
+                              const std::string& shown, const Colors& col, bool visible) {
   // git prints an absolute path, too, behind "a/" with a single slash.
   std::string_view tail = shown;
   if (!tail.empty() && tail.front() == '/') tail.remove_prefix(1);
@@ -443,7 +448,7 @@ Result<void> write_patch_pair(std::FILE* out, store::Store& store, const Change&
       if (d.insertions == 0 && d.deletions == 0) break;
       meta("--- " + from);
       meta("+++ " + to);
-      write_hunks(out, d.ops, col);
+      write_hunks(out, d.ops, col, visible);
       break;
   }
   return {};
@@ -653,7 +658,7 @@ Result<void> write_json(std::FILE* out, const std::vector<const Change*>& change
   } catch (const nlohmann::json::exception& e) {
     return fail_msg(std::string("diff --json: ") + e.what());
   }
-  put_line(out, "", text, "");
+  put_line(out, "", json_escape_controls(text), "");
   return {};
 }
 
@@ -694,6 +699,102 @@ std::string git_quote(std::string_view path) {
     }
   }
   out += '"';
+  return out;
+}
+
+namespace {
+
+// The length of the strict UTF-8 sequence (no overlong form, surrogate or code point
+// above U+10FFFF) that starts at s[i], with its code point in cp; 0 when there is none.
+std::size_t utf8_at(std::string_view s, std::size_t i, std::uint32_t& cp) {
+  auto c = static_cast<unsigned char>(s[i]);
+  std::size_t n = 0;
+  std::uint32_t min = 0;
+  if (c >= 0xc2 && c <= 0xdf) {
+    n = 2, cp = c & 0x1fU, min = 0x80;
+  } else if (c >= 0xe0 && c <= 0xef) {
+    n = 3, cp = c & 0x0fU, min = 0x800;
+  } else if (c >= 0xf0 && c <= 0xf4) {
+    n = 4, cp = c & 0x07U, min = 0x10000;
+  } else {
+    return 0;
+  }
+  if (s.size() - i < n) return 0;
+  for (std::size_t k = 1; k < n; ++k) {
+    auto b = static_cast<unsigned char>(s[i + k]);
+    if ((b & 0xc0) != 0x80) return 0;
+    cp = (cp << 6) | (b & 0x3fU);
+  }
+  if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return 0;
+  return n;
+}
+
+// ^X for a C0 code or DEL, after "M-" for a C1 one (its value less 0x80), as cat -v.
+void put_caret(std::string& out, unsigned c) {
+  out += '^';
+  out += c == 0x7f ? '?' : static_cast<char>(c + 0x40);
+}
+
+}  // namespace
+
+std::string visible_controls(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (std::size_t i = 0; i < s.size();) {
+    auto c = static_cast<unsigned char>(s[i]);
+    if (c < 0x80) {
+      if ((c < 0x20 && c != '\t' && c != '\n') || c == 0x7f) {
+        put_caret(out, c);
+      } else {
+        out += static_cast<char>(c);
+      }
+      ++i;
+      continue;
+    }
+    std::uint32_t cp = 0;
+    std::size_t n = utf8_at(s, i, cp);
+    if (n == 0) {  // a stray byte: a C1 code to a terminal that reads bytes as Latin-1
+      if (c <= 0x9f) {
+        out += "M-";
+        put_caret(out, c - 0x80U);
+      } else {
+        out += static_cast<char>(c);
+      }
+      ++i;
+      continue;
+    }
+    if (cp <= 0x9f) {
+      out += "M-";
+      put_caret(out, cp - 0x80U);
+    } else {
+      out.append(s.substr(i, n));
+    }
+    i += n;
+  }
+  return out;
+}
+
+std::string json_escape_controls(std::string_view json) {
+  static const char* hex = "0123456789abcdef";
+  std::string out;
+  out.reserve(json.size());
+  for (std::size_t i = 0; i < json.size(); ++i) {
+    auto c = static_cast<unsigned char>(json[i]);
+    unsigned cp = 0x100;  // none
+    if (c == 0x7f) {
+      cp = c;
+    } else if (c == 0xc2 && i + 1 < json.size() && static_cast<unsigned char>(json[i + 1]) <= 0x9f &&
+               static_cast<unsigned char>(json[i + 1]) >= 0x80) {
+      cp = static_cast<unsigned char>(json[++i]);
+    }
+    if (cp == 0x100) {
+      out += static_cast<char>(c);
+      continue;
+    }
+    out += "\\u00";
+    out += hex[cp >> 4];
+    out += hex[cp & 15];
+  }
   return out;
 }
 
@@ -765,7 +866,7 @@ Result<void> write_diff(std::FILE* out, store::Store& store, const std::vector<s
           continue;
         }
         for (const auto& p : pairs_of(*c)) {
-          if (auto r = write_patch_pair(out, store, *c, p, shown, col); !r) return r;
+          if (auto r = write_patch_pair(out, store, *c, p, shown, col, options.visible_controls); !r) return r;
         }
         if (options.progress) options.progress(i + 1, chosen.size());
       }

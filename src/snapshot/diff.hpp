@@ -24,6 +24,7 @@ struct DiffOptions {
   std::vector<std::string> filters;  // absolute paths; when non-empty, only changes at or
                                      // under one of them are shown
   std::string session_id;   // carried in --json output
+  bool visible_controls = false;  // Patch: contents through visible_controls() (for a terminal)
   // Called after each change is rendered (done, total); may be empty.
   std::function<void(std::size_t, std::size_t)> progress;
 };
@@ -58,6 +59,9 @@ struct DiffOptions {
 //   - type_changed is two sections for the same path, as git shows it: the deletion of
 //     the old entry, then the addition of the new one.
 //   - mode_changed shows the header only: its contents are the same on both sides.
+// With options.visible_controls, each content line (and symlink target) goes through
+// visible_controls() before it is coloured; header lines need not, as git_quote leaves no
+// control byte in a name.
 // With options.color: meta lines bold, hunk headers cyan, removed lines red, added lines
 // green, each followed by a reset (\x1b[m); context lines and the "Binary files" and
 // "\ No newline" lines are plain, as in git.
@@ -73,7 +77,7 @@ struct DiffOptions {
 // NameStatus: "X\tREL\n" per change, X = A added, M modified or mode_changed, D deleted,
 // T type_changed; REL quoted by git_quote.
 //
-// Json: one line holding {"session": ID, "changes": [...]}. Each change is an object with
+// Json: one line holding {"session": ID, "changes": [...]}, through json_escape_controls. Each change is an object with
 // every key present, null where the journal has no value (old_* of an added file, new_*
 // of a deleted one, links of non-symlinks):
 //   "path" (absolute) - or "path_b64" (standard base64) instead when it is not UTF-8,
@@ -94,5 +98,17 @@ Result<void> write_diff(std::FILE* out, store::Store& store, const std::vector<s
 // ASCII other than '"' and '\\'; otherwise in double quotes with C escapes (\n, \t, \", \\)
 // and octal escapes (\303\251) for control and non-ASCII bytes.
 std::string git_quote(std::string_view path);
+
+// Control characters made visible, as `cat -v` shows them, for text bound for a terminal:
+// C0 codes other than TAB and LF as ^@ .. ^_ (CR is ^M, ESC ^[), DEL as ^?, and the C1
+// codes as M-^@ .. M-^_, both the code points U+0080..U+009F written in UTF-8 (0xC2 0x9B
+// is M-^[) and the bytes 0x80..0x9F that are not part of a valid UTF-8 sequence. Every
+// other byte, valid UTF-8 above U+009F included, is unchanged.
+std::string visible_controls(std::string_view s);
+
+// UTF-8 JSON text with DEL and the C1 code points U+0080..U+009F written as \u007f and
+// \u0080..\u009f: the same JSON value, with nothing a terminal acts on (nlohmann's dump()
+// escapes only U+0000..U+001F). Other bytes are unchanged.
+std::string json_escape_controls(std::string_view json);
 
 }  // namespace zb::snapshot

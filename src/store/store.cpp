@@ -22,6 +22,7 @@
 #include "store/internal.hpp"
 #include "store/sqlite.hpp"
 #include "util/log.hpp"
+#include "util/path.hpp"
 
 namespace zb::store {
 
@@ -604,14 +605,29 @@ Result<void> Store::mark_applied(std::string_view id) {
   return update_session(m_db.get(), *st, id);
 }
 
-Result<std::string> Store::resolve_id(std::string_view arg) {
+Result<Store::Resolved> Store::resolve_id(std::string_view arg, std::string_view caller_cwd) {
   if (arg == "last") {
-    auto st = sql::Stmt::prepare(m_db.get(), "SELECT id FROM sessions ORDER BY created_at DESC, rowid DESC LIMIT 1");
+    // Newest first; the first session of the caller's directory wins, else the newest.
+    auto st = sql::Stmt::prepare(m_db.get(), "SELECT id, cwd, roots FROM sessions ORDER BY created_at DESC, rowid DESC");
     if (!st) return std::unexpected(st.error());
-    auto row = st->step();
-    if (!row) return std::unexpected(row.error());
-    if (!*row) return fail_msg("no sessions yet");
-    return st->bytes(0);
+    std::optional<std::string> newest;
+    for (;;) {
+      auto row = st->step();
+      if (!row) return std::unexpected(row.error());
+      if (!*row) break;
+      std::string id = st->bytes(0);
+      if (!newest) newest = id;
+      bool own = !caller_cwd.empty() && st->bytes(1) == caller_cwd;
+      if (!own && !caller_cwd.empty()) {
+        auto roots = decode_list(st->bytes(2));
+        if (!roots) return fail_msg("journal: session " + id + " is malformed");
+        own = std::any_of(roots->begin(), roots->end(),
+                          [&](const std::string& r) { return path::is_under(caller_cwd, r); });
+      }
+      if (own) return Resolved{std::move(id), false};
+    }
+    if (!newest) return fail_msg("no sessions yet");
+    return Resolved{std::move(*newest), true};
   }
   auto none = fail_msg("no session matches " + in_quotes(arg));
   if (arg.empty() || arg.size() > 32) return none;
@@ -627,7 +643,7 @@ Result<std::string> Store::resolve_id(std::string_view arg) {
   if (!rows) return std::unexpected(rows.error());
   std::vector<std::string> ids = std::move(*rows);
   if (ids.empty()) return none;
-  if (ids.size() == 1) return ids.front();
+  if (ids.size() == 1) return Resolved{ids.front(), false};
   std::string msg = in_quotes(arg) + " is ambiguous: matches ";
   for (std::size_t i = 0; i < ids.size() && i < 5; ++i) msg += (i > 0 ? ", " : "") + ids[i];
   if (ids.size() > 5) msg += ", ...";

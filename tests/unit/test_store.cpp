@@ -188,23 +188,23 @@ TEST_CASE("Store sessions: create, get, list, set_state, finish") {
 TEST_CASE("Store::resolve_id: prefix, last, ambiguous, unknown, empty store") {
   TempDir t;
   auto s = open_store(t.path());
-  auto none = s.resolve_id("last");
+  auto none = s.resolve_id("last", "/home/u/proj");
   REQUIRE_FALSE(none.has_value());
   CHECK(none.error().message() == "no sessions yet");
 
   std::vector<std::string> ids;
   for (int i = 0; i < 40; ++i) ids.push_back(new_session(s).id);
-  CHECK(*s.resolve_id("last") == ids.back());
-  CHECK(*s.resolve_id(ids[3]) == ids[3]);
+  CHECK(s.resolve_id("last", "/home/u/proj")->id == ids.back());
+  CHECK(s.resolve_id(ids[3], "/home/u/proj")->id == ids[3]);
   // 40 random ids: some share a first digit, every one is unique in 8.
-  CHECK(*s.resolve_id(ids[5].substr(0, 8)) == ids[5]);
+  CHECK(s.resolve_id(ids[5].substr(0, 8), "/home/u/proj")->id == ids[5]);
   std::set<char> firsts;
   std::string ambiguous;
   for (const auto& id : ids) {
     if (!firsts.insert(id[0]).second) ambiguous = id.substr(0, 1);
   }
   REQUIRE_FALSE(ambiguous.empty());
-  auto amb = s.resolve_id(ambiguous);
+  auto amb = s.resolve_id(ambiguous, "/home/u/proj");
   REQUIRE_FALSE(amb.has_value());
   CHECK(amb.error().message().starts_with("'" + ambiguous + "' is ambiguous: matches "));
 
@@ -216,14 +216,63 @@ TEST_CASE("Store::resolve_id: prefix, last, ambiguous, unknown, empty store") {
     if (!used) unused = p;
   }
   REQUIRE_FALSE(unused.empty());
-  auto unk = s.resolve_id(unused);
+  auto unk = s.resolve_id(unused, "/home/u/proj");
   REQUIRE_FALSE(unk.has_value());
   CHECK(unk.error().message() == "no session matches '" + unused + "'");
-  auto bad = s.resolve_id("zz");
+  auto bad = s.resolve_id("zz", "/home/u/proj");
   REQUIRE_FALSE(bad.has_value());
   CHECK(bad.error().message() == "no session matches 'zz'");
-  CHECK_FALSE(s.resolve_id("").has_value());
-  CHECK(s.resolve_id("x\ny").error().message() == "no session matches 'x\\ny'");
+  CHECK_FALSE(s.resolve_id("", "/home/u/proj").has_value());
+  CHECK(s.resolve_id("x\ny", "/home/u/proj").error().message() == "no session matches 'x\\ny'");
+}
+
+TEST_CASE("Store::resolve_id: last is the newest session of the caller's directory") {
+  TempDir t;
+  auto s = open_store(t.path());
+  auto make = [&](std::string cwd, std::vector<std::string> roots) {
+    NewSession ns;
+    ns.command = {"true"};
+    ns.cwd = std::move(cwd);
+    ns.roots = std::move(roots);
+    auto r = s.create_session(ns);
+    REQUIRE_MESSAGE(r.has_value(), (r ? "" : r.error().message()));
+    return r->id;
+  };
+  std::string a = make("/w/a", {"/w/a"});
+  std::string tracked = make("/w/c", {"/w/c/src", "/w/shared"});  // started in c, tracks two trees
+  std::string b = make("/w/b", {"/w/b"});
+  std::string b_sub = make("/w/b/sub", {});  // nothing tracked: matched by its cwd only
+  auto last = [&](std::string_view cwd) {
+    auto r = s.resolve_id("last", cwd);
+    REQUIRE_MESSAGE(r.has_value(), (r ? "" : r.error().message()));
+    return *r;
+  };
+  CHECK(last("/w/a").id == a);
+  CHECK_FALSE(last("/w/a").fallback);
+  CHECK(last("/w/a/deep/er").id == a);  // inside a's tracked root
+  CHECK(last("/w/b").id == b);
+  CHECK(last("/w/b/sub").id == b_sub);
+  CHECK(last("/w/b/sub/x").id == b);  // b_sub tracks nothing; b's root holds it
+  CHECK(last("/w/c").id == tracked);  // its cwd, though no root holds it
+  CHECK(last("/w/shared/lib").id == tracked);
+  CHECK(last("/w/c/src").id == tracked);
+  // A path boundary: /w/ab is not inside /w/a.
+  auto other = last("/w/ab");
+  CHECK(other.id == b_sub);  // the store's newest
+  CHECK(other.fallback);
+  CHECK(last("/").fallback);
+  // A session that tracks / belongs to every directory.
+  std::string root = make("/", {"/"});
+  CHECK(last("/w/ab").id == root);
+  CHECK_FALSE(last("/w/ab").fallback);
+  std::string newer_a = make("/w/a", {"/w/a"});
+  CHECK(last("/w/a").id == newer_a);
+  CHECK(last("/w/b").id == root);
+  // An id prefix ignores the caller's directory.
+  auto by_id = s.resolve_id(a.substr(0, 12), "/w/b");
+  REQUIRE(by_id.has_value());
+  CHECK(by_id->id == a);
+  CHECK_FALSE(by_id->fallback);
 }
 
 TEST_CASE("Store changes round trip, with a path that is not UTF-8 and has a newline") {
