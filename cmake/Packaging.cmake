@@ -165,6 +165,28 @@ command in a sandbox with zerobox::run(). find_package(zerobox CONFIG) gives the
 imported target zerobox::zerobox.")
   include(CPack)
 endfunction()
-set(ZEROBOX_PACKAGE_MAINTAINER "zerobox maintainers <maintainers@users.noreply.a-seed-11d3d85a.example>"
-    CACHE STRING "Maintainer field of the .deb packages")
+# The Maintainer field: whoever builds the packages, as Debian's tools find them
+# (DEBFULLNAME and DEBEMAIL), else the checkout's git identity (user.name, user.email).
+# -DZEROBOX_PACKAGE_MAINTAINER="Name <mail>" sets it outright.
+set(zb_maintainer "")
+if(DEFINED ENV{DEBEMAIL} AND NOT "$ENV{DEBEMAIL}" STREQUAL "")
+  set(zb_maintainer "$ENV{DEBFULLNAME} <$ENV{DEBEMAIL}>")
+else()
+  find_package(Git QUIET)
+  if(GIT_FOUND)
+    execute_process(COMMAND ${GIT_EXECUTABLE} config user.name WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}
+                    OUTPUT_VARIABLE zb_git_name OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
+    execute_process(COMMAND ${GIT_EXECUTABLE} config user.email WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}
+                    OUTPUT_VARIABLE zb_git_email OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
+    if(zb_git_name AND zb_git_email)
+      set(zb_maintainer "${zb_git_name} <${zb_git_email}>")
+    endif()
+  endif()
+endif()
+string(STRIP "${zb_maintainer}" zb_maintainer)
+if(NOT zb_maintainer)
+  set(zb_maintainer "zerobox package builder <root@localhost>")
+endif()
+set(ZEROBOX_PACKAGE_MAINTAINER "${zb_maintainer}" CACHE STRING
+    "Maintainer field of the .deb packages (default: DEBFULLNAME <DEBEMAIL>, else git config user.name/user.email)")
 cmake_language(DEFER DIRECTORY ${PROJECT_SOURCE_DIR} CALL zerobox_export_dependencies)

@@ -1,7 +1,15 @@
 #!/usr/bin/env bash
-# Configures and builds zerobox. Usage: scripts/build.sh [BUILD_DIR] [extra cmake args...]
+# Configures and builds zerobox.
+# Usage: scripts/build.sh [--binary] [BUILD_DIR] [extra cmake args...]
+#   --binary   build only the zerobox binary (the target `zerobox`), not the unit tests,
+#              the test probes, the C++ API archive or the man page and completions.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+target=()
+if [ "${1-}" = --binary ]; then
+  target=(--target zerobox)
+  shift
+fi
 build=${1:-$root/build}
 shift || true
 gen=()
@@ -11,4 +19,4 @@ if [ ! -f "$build/CMakeCache.txt" ]; then
 elif [ $# -gt 0 ]; then
   cmake -S "$root" -B "$build" "$@" >/dev/null
 fi
-cmake --build "$build" -j"$(nproc)"
+cmake --build "$build" -j"$(nproc)" "${target[@]}"

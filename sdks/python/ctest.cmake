@@ -11,3 +11,5 @@ add_test(NAME sdk.python.examples
                  /bin/sh -c "/usr/bin/python3 agent_tool_call.py && /usr/bin/python3 secret_api_call.py"
          WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}/examples/python)
 set_tests_properties(sdk.python.examples PROPERTIES TIMEOUT 120 LABELS sdk SKIP_RETURN_CODE 77)
+# Scaled to the machine when CTest runs (tests/integration/scaling).
+set_property(GLOBAL APPEND PROPERTY ZEROBOX_TEST_TIMEOUTS sdk.python=300 sdk.python.examples=120)

@@ -253,8 +253,28 @@ long command_host_pid(pid_t init) {
 
 std::string clone_error(int err) {
   std::string msg = std::string("create namespaces (clone): ") + std::strerror(err);
-  if (err == EPERM || err == ENOSPC || err == EUSERS || err == EINVAL) {
-    msg += " (user namespaces are disabled or exhausted on this machine; --no-sandbox runs without isolation)";
+  // The kernel refuses CLONE_NEWUSER (EPERM) to a process whose root is not its mount
+  // namespace's: a chroot. There /proc/self/mountinfo (when /proc is mounted) lists no
+  // mount at "/" unless the chroot's directory is itself a mount point.
+  bool chrooted = false;
+  if (err == EPERM) {
+    std::ifstream mountinfo("/proc/self/mountinfo");
+    std::string line;
+    bool any = false, root_seen = false;
+    while (std::getline(mountinfo, line)) {
+      any = true;
+      std::istringstream fields(line);
+      std::string id, parent, devno, root, mount_point;
+      if (fields >> id >> parent >> devno >> root >> mount_point && mount_point == "/") root_seen = true;
+    }
+    chrooted = any && !root_seen;
+  }
+  if (chrooted) {
+    msg += " (this process runs in a chroot, where the kernel refuses new user namespaces: run zerobox "
+           "outside the chroot, or in a container with its own mount namespace)";
+  } else if (err == EPERM || err == ENOSPC || err == EUSERS || err == EINVAL) {
+    msg += " (user namespaces are disabled or exhausted on this machine, or this process runs in a chroot, "
+           "where the kernel refuses them; --no-sandbox runs without isolation)";
   }
   return msg;
 }

@@ -8,7 +8,9 @@
 #   HOSTDIR  a new directory under HOSTBASE (the build tree: not a scratch dir, so
 #            writes to it from inside the sandbox must fail)
 #   HOME     $WORK/home
-# and exports ZEROBOX, PROBE, TESTDIR (this directory) and MODE. Exit 77 = skipped.
+# and exports ZEROBOX, PROBE, TESTDIR (this directory), MODE, and from the caller
+# ZBT_KEEP_GOING and ZEROBOX_RACE_ROUNDS (set by CTest: tests/integration/scaling). Exit
+# 77 = skipped.
 # Afterwards every process left in the test's process group is killed (and reported as
 # a failure) and both directories are removed.
 set -u
@@ -38,6 +40,23 @@ fi
 uid=$(${runas[@]+"${runas[@]}"} id -u)
 user=$(${runas[@]+"${runas[@]}"} id -un 2>/dev/null || echo "u$uid")
 
+# What a run leaves when CTest kills it at its timeout (SIGKILL: no trap runs): its
+# staging copy, WORK and HOSTDIR, each named after the run-as.sh that made it. The next
+# run removes those whose run-as.sh is gone.
+sweep() {
+  local d pid
+  for d in "$@"; do
+    [ -d "$d" ] || continue
+    pid=${d##*/}
+    pid=${pid#*.}
+    pid=${pid%%.*}
+    case $pid in '' | *[!0-9]*) continue ;; esac
+    case "$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null)" in *run-as.sh*) continue ;; esac
+    rm -rf "$d" 2>/dev/null
+  done
+}
+sweep /var/lib/zerobox-test.[0-9]*.* /tmp/zbint.[0-9]*.* "$hostbase"/h.[0-9]*.* /var/lib/zerobox-test-hostdirs/h.[0-9]*.*
+
 # The test user must reach the binaries and scripts through every directory. A clone in
 # a private directory (say /root/src) is not reachable by uid 65534: then run from a copy
 # in a world-traversable place outside the scratch directories, rather than loosen the
@@ -50,7 +69,7 @@ reachable() {
 }
 mkdir -p "$hostbase"
 if [ "$mode" = user ] && [ "$(id -u)" = 0 ] && ! reachable; then
-  stage=$(mktemp -d /var/lib/zerobox-test.XXXXXXXX) || exit 1
+  stage=$(mktemp -d /var/lib/zerobox-test.$$.XXXXXXXX) || exit 1
   trap 'rm -rf "$stage"' EXIT
   chmod 755 "$stage"
   cp "$zerobox" "$stage/zerobox" && cp "$probe" "$stage/zb_probe" && cp -r "$testdir" "$stage/t" || exit 1
@@ -87,8 +106,8 @@ case "$(realpath -m "$hostbase")/" in
     ;;
 esac
 mkdir -p "$hostbase"
-work=$(mktemp -d /tmp/zbint.XXXXXXXX) || exit 1
-hostdir=$(mktemp -d "$hostbase/h.XXXXXXXX") || { rm -rf "$work"; exit 1; }
+work=$(mktemp -d /tmp/zbint.$$.XXXXXXXX) || exit 1
+hostdir=$(mktemp -d "$hostbase/h.$$.XXXXXXXX") || { rm -rf "$work"; exit 1; }
 chmod 755 "$work" "$hostdir"
 mkdir -p "$work/home"
 if [ "$mode" = user ] && [ "$(id -u)" = 0 ]; then
@@ -111,7 +130,7 @@ cd "$work" || exit 1
 setsid ${runas[@]+"${runas[@]}"} env -i \
   PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
   HOME="$work/home" USER="$user" SHELL=/bin/sh TERM=dumb LANG=C.UTF-8 \
-  ZEROBOX="$zerobox" PROBE="$probe" WORK="$work" HOSTDIR="$hostdir" TESTDIR="$testdir" MODE="$mode" ZBT_KEEP_GOING="${ZBT_KEEP_GOING:-}" \
+  ZEROBOX="$zerobox" PROBE="$probe" WORK="$work" HOSTDIR="$hostdir" TESTDIR="$testdir" MODE="$mode" ZBT_KEEP_GOING="${ZBT_KEEP_GOING:-}" ZEROBOX_RACE_ROUNDS="${ZEROBOX_RACE_ROUNDS:-}" \
   /bin/bash "$script" </dev/null &
 leader=$!
 wait "$leader"
