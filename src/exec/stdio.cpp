@@ -190,28 +190,16 @@ void StdioRelay::start(int channel) {
       });
     } else {
       raw->thread = std::thread([raw] {
+        // read() and write(), not splice(): a splice into the caller's file takes its
+        // offset when it starts and puts it back when it returns, without the lock that
+        // write() holds, so zerobox's own lines written to the same file (stderr) while a
+        // splice waited for the pipe were overwritten.
         int in = raw->end.get(), out = raw->target;
-        bool can_splice = true;
         char buf[k_chunk];
         for (;;) {
-          ssize_t n;
-          if (can_splice) {
-            n = ::splice(in, nullptr, out, nullptr, k_chunk, SPLICE_F_MOVE);
-            if (n < 0 && errno == EINVAL) {  // O_APPEND, or a file that takes no splice
-              can_splice = false;
-              continue;
-            }
-            if (n < 0 && errno == EAGAIN) {  // the caller's file is non-blocking
-              pollfd w{out, POLLOUT, 0};
-              ::poll(&w, 1, -1);
-              continue;
-            }
-          } else {
-            n = ::read(in, buf, sizeof buf);
-            if (n > 0 && !write_all(out, buf, static_cast<std::size_t>(n), -1)) break;
-          }
+          ssize_t n = ::read(in, buf, sizeof buf);
           if (n < 0 && errno == EINTR) continue;
-          if (n <= 0) break;
+          if (n <= 0 || !write_all(out, buf, static_cast<std::size_t>(n), -1)) break;
         }
         // A write that failed (a FIFO's reader gone) closes the pipe: the command's next
         // write gets EPIPE, as it would have on the caller's file.
