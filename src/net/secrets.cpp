@@ -254,7 +254,7 @@ struct Step {
 Step literal() { return {}; }
 Step more(bool at_end) { return at_end ? literal() : Step{Step::Kind::more, 0, 0, {}}; }
 
-// A code point (\uXXXX, &#NN;) as UTF-8; surrogates too, as JSON's lone ones are (WTF-8).
+// A code point (\uHHHH, &#NN;) as UTF-8; surrogates too, as JSON's lone ones are (WTF-8).
 Step decoded(std::size_t used, std::uint32_t cp) {
   Step s{Step::Kind::decoded, static_cast<std::uint8_t>(used), 0, {}};
   auto put = [&](std::uint32_t b) { s.out[s.n++] = static_cast<char>(b); };

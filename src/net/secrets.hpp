@@ -104,7 +104,7 @@ class Decoder {
 // any byte may be escaped or not, hex in either case): percent-encoding, once (%XX) or
 // more (%25XX, %2525XX: an encoded URL encoded again); the same with '+' for a space
 // (forms, Python's quote_plus), once or twice; JSON string escapes (\" \\ \/ \b \f \n
-// \r \t and \uXXXX, surrogate pairs included); HTML character references (the named ones
+// \r \t and \uHHHH, surrogate pairs included); HTML character references (the named ones
 // that stand for ASCII, and &#NN; / &#xHH; with or without leading zeros or the ';'); and
 // percent-encoding inside JSON or HTML. Each decoded view of the text is matched against
 // every value at once (Aho-Corasick), so the work is linear in the text. Where finds
