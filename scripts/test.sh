@@ -39,7 +39,13 @@ run_ctest "$build"
 if [ "${ZEROBOX_SKIP_SANITIZERS:-0}" != 1 ]; then
   echo "== unit tests under ASan+UBSan ($(elapsed) so far)"
   asan=${ASAN_BUILD_DIR:-$root/build-asan}
-  "$root/scripts/build.sh" "$asan" -DZEROBOX_SANITIZE=ON -DZEROBOX_WERROR=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null
+  log=$(mktemp)
+  if ! "$root/scripts/build.sh" "$asan" -DZEROBOX_SANITIZE=ON -DZEROBOX_WERROR=ON -DCMAKE_BUILD_TYPE=Debug >"$log" 2>&1; then
+    cat "$log"
+    echo "test.sh: the ASan+UBSan build failed (above)" >&2
+    exit 1
+  fi
+  rm -f "$log"
   # Excluded here (it runs, and passes, in the normal build above): with the descriptor
   # table full, UBSan's own runtime cannot check a vptr. It probes the object's memory by
   # writing it into a new pipe (sanitizer_common's IsAccessibleMemoryRange), pipe() fails

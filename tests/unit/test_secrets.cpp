@@ -198,7 +198,7 @@ std::vector<std::uint32_t> code_points(std::string_view v) {
   for (std::size_t i = 0; i < v.size();) {
     auto u = static_cast<unsigned char>(v[i]);
     std::size_t n = u < 0x80 ? 1 : u < 0xe0 ? 2 : u < 0xf0 ? 3 : 4;
-    std::uint32_t cp = n == 1 ? u : u & (0xff >> (n + 1));
+    std::uint32_t cp = n == 1 ? u : u & (0xffu >> (n + 1));
     for (std::size_t k = 1; k < n; ++k) cp = (cp << 6) | (static_cast<unsigned char>(v[i + k]) & 0x3f);
     out.push_back(cp);
     i += n;
