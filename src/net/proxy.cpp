@@ -757,6 +757,11 @@ awaitable<Outcome> connect_any(std::shared_ptr<Conn> c, std::vector<Address> add
   co_return Outcome{Outcome::Kind::failed, "cannot connect to " + target + ": " + last.message(), last};
 }
 
+// "localhost" and the names below it (host names arrive lower-cased, without a final dot).
+bool is_localhost_name(std::string_view h) {
+  return h == "localhost" || (h.size() > 10 && h.ends_with(".localhost"));
+}
+
 // The one place where the policy is applied: the name, then each address, then connect.
 // A decision event is recorded once the addresses are known: refused by the name, refused
 // because every address was refused by the guard, or allowed (also when the name does not
@@ -776,6 +781,12 @@ awaitable<Outcome> open_upstream(std::shared_ptr<Conn> c, HostPort hp) {
     if (auto a = Address::parse(hp.host)) addrs.push_back(*a);
   } else if (auto m = core.policy.resolved(hp.host)) {
     addrs.push_back(*m);
+  } else if (is_localhost_name(hp.host)) {
+    // RFC 6761 6.3: localhost is the loopback, with no lookup (as curl and browsers take
+    // it). A minimal system has no /etc/hosts, and a resolver would ask the network.
+    for (const char* lo : {"127.0.0.1", "::1"}) {
+      if (auto a = Address::parse(lo)) addrs.push_back(*a);
+    }
   } else {
     tcp::resolver resolver(c->client.sock.get_executor());
     std::error_code ec;
