@@ -13,8 +13,9 @@ namespace zb::exec {
 inline constexpr int k_forwarded_signals[] = {SIGHUP, SIGINT, SIGQUIT, SIGUSR1, SIGUSR2,
                                               SIGALRM, SIGTERM, SIGCONT, SIGWINCH};
 
-// While alive, forwards k_forwarded_signals to the target set with set_target() (none
-// before that); restores the previous handlers when it goes out of scope.
+// While alive, forwards k_forwarded_signals to the target set with set_target(); one that
+// arrives before that is held and sent when the target is set. Restores the previous
+// handlers when it goes out of scope.
 class SignalForwarding {
  public:
   SignalForwarding();
