@@ -365,6 +365,16 @@ int run_prestarted(Policy p, const std::vector<std::string>& environ, RunOptions
   }
   SnapshotRun snap;
   if (p.snapshot != SnapshotMode::Off) {
+    // A tracked directory is an overlay's lower layer, and overlayfs takes none with mounts
+    // below it inside a user namespace (they are locked there). Only a tracked "/" is
+    // walked around them (build_plan).
+    for (const auto& t : fs.tracked) {
+      if (std::string m = t == "/" ? std::string() : mounts->first_mount_below(t); !m.empty()) {
+        return setup_failed(status, "cannot track " + log::quote(t) + ": the host has a mount below it, " + log::quote(m) +
+                                        ", and overlayfs takes no directory with mounts below as a lower layer in a user "
+                                        "namespace: track a directory without mounts below (--snapshot-path), or unmount it");
+      }
+    }
     if (auto r = start_session(snap, p, fs, store_dir); !r) return setup_failed(status, r.error().message());
     auto canon = zb::path::canonicalize(store_dir);
     if (canon && canon->exists) store_dir = canon->path;

@@ -8,13 +8,13 @@
 
 namespace zb::overlay {
 
-bool MountTable::has_mounts_below(const std::string& dir) const {
+std::string MountTable::first_mount_below(const std::string& dir) const {
   std::string prefix = dir == "/" ? "/" : dir + "/";
   for (auto it = targets.lower_bound(prefix); it != targets.end(); ++it) {
     if (it->compare(0, prefix.size(), prefix) != 0) break;
-    if (*it != dir) return true;
+    if (*it != dir) return *it;
   }
-  return false;
+  return {};
 }
 
 std::string unescape_mountinfo(std::string_view field) {

@@ -20,7 +20,9 @@ struct MountTable {
 
   // True when a mount point lies strictly beneath dir. overlayfs cannot take such a
   // directory as a lower layer inside a user namespace (its child mounts are locked).
-  bool has_mounts_below(const std::string& dir) const;
+  bool has_mounts_below(const std::string& dir) const { return !first_mount_below(dir).empty(); }
+  // The first such mount point (in sorted order), or "" when there is none.
+  std::string first_mount_below(const std::string& dir) const;
 };
 
 Result<MountTable> read_mount_table(const char* file = "/proc/self/mountinfo");

@@ -284,31 +284,17 @@ class Builder {
     return std::find(m_tracked.begin(), m_tracked.end(), p) != m_tracked.end();
   }
 
-  // A read-write overlay of a tracked directory whose upper layer is in the session,
-  // then one for each mount below it, parents first.
-  void tracked_overlay(const std::string& host_path) {
-    auto one = [&](const std::string& dir) {
-      std::string n = std::to_string(m_plan.tracked.size());
-      m_plan.tracked.push_back(dir);
-      op({.kind = OpKind::Overlay,
-          .dst = in_new(dir),
-          .data = "lowerdir=" + overlay_escape(in_old(dir)) + ",upperdir=" + overlay_escape(in_old(m_session + "/upper/" + n)) +
-                  ",workdir=" + overlay_escape(in_old(m_session + "/work/" + n)) + ",userxattr",
-          .flags = MS_NOSUID | MS_NODEV});
-    };
-    one(host_path);
-    for (const auto& m : m_mounts.targets) {
-      if (m == host_path || !path::is_under(m, host_path)) continue;
-      if (path::is_under(m, "/proc") || path::is_under(m, "/sys") || path::is_under(m, "/dev")) continue;
-      if (path::kind_of(m) == path::Kind::Directory) {
-        // Left out: the overlay above shows the directory under the mount, as the host
-        // has it without the mount.
-        if (left_out(m)) continue;
-        one(m);
-      } else {
-        ro_file(m);
-      }
-    }
+  // A read-write overlay of a tracked directory whose upper layer is in the session. It
+  // has no mounts below it: overlayfs takes none as a lower layer in a user namespace
+  // (run() refuses such a tracked path, and tracked_tree walks around them).
+  void tracked_overlay(const std::string& dir) {
+    std::string n = std::to_string(m_plan.tracked.size());
+    m_plan.tracked.push_back(dir);
+    op({.kind = OpKind::Overlay,
+        .dst = in_new(dir),
+        .data = "lowerdir=" + overlay_escape(in_old(dir)) + ",upperdir=" + overlay_escape(in_old(m_session + "/upper/" + n)) +
+                ",workdir=" + overlay_escape(in_old(m_session + "/work/" + n)) + ",userxattr",
+        .flags = MS_NOSUID | MS_NODEV});
   }
 
   // A tracked "/": like ro_tree, but each directory becomes a tracked overlay; those with

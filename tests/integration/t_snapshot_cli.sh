@@ -249,4 +249,16 @@ $OUT" ;;
 esac
 expect_contains "$got" "restore review snapshot undo" "list: all four modes were listed"
 expect_contains "$got" "accepted discarded pending restored running" "list: the states were listed"
+# --- A tracked directory with a mount below it: overlayfs refuses it as a lower layer in a
+# user namespace, and zerobox says so, naming the mount (it used to fail with "overlayfs
+# refused these layers here (EINVAL)"). The mount is made in a mount namespace of the test's.
+mkdir -p "$D/mounted/m"
+as_mounter=(unshare -m)
+[ "$(id -u)" = 0 ] || as_mounter=(unshare -rm)
+run "${as_mounter[@]}" sh -c 'mount -t tmpfs t "$1/m" && cd "$1" && exec "$2" --review --allow-write=. -- touch x' \
+  sh "$D/mounted" "$ZEROBOX"
+expect_rc 125 "a tracked directory with a mount below: exit 125"
+expect_contains "$ERR" "cannot track $D/mounted: the host has a mount below it, $D/mounted/m" "  the error names the tracked path and the mount"
+[ ! -e "$D/mounted/x" ]; _check $? "  nothing reaches the host" "x exists"
+
 finish
