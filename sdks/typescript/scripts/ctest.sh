@@ -22,6 +22,13 @@ case $0 in */*) here=${0%/*} ;; *) here=. ;; esac
 sdk=$(cd "$here/.." && pwd)
 example=$sdk/../../examples/typescript
 
+# npm trusts the system's certificate authorities as well as its own (those Debian's
+# ca-certificates holds, and any an administrator added, such as a TLS-inspecting proxy's,
+# which curl and apt already trust).
+if [ -z "${NODE_EXTRA_CA_CERTS-}" ] && [ -r /etc/ssl/certs/ca-certificates.crt ]; then
+  export NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt
+fi
+
 # npm ci only when node_modules does not match the lock, so that a tree installed once
 # keeps working without the registry.
 install() {
