@@ -34,6 +34,10 @@ struct Policy {
   std::vector<std::string> deny_read;
   bool write_all = false;  // bare --allow-write
   std::vector<std::string> allow_write;
+  // Set by finalize(): the --allow-write paths that did not exist and lie inside another
+  // writable path. zerobox does not create them (the command may, as it would below any
+  // writable path): they lift protection for themselves and everything below them.
+  std::vector<std::string> allow_write_new;
   std::vector<std::string> deny_write;
   bool protect = true;  // false with --no-protect
   // --tmpfs-size: the most the scratch space (scratch /tmp and /var/tmp, /dev/shm) may

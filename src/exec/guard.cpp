@@ -27,6 +27,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <strings.h>
+#include <utility>
 
 #include "exec/init.hpp"
 #include "util/fd.hpp"
@@ -443,19 +444,99 @@ int resolve(Target& t, int dirfd, int base, const char* path, Loc& loc) {
   return 0;
 }
 
-// Whether to refuse; a refusal is reported to the supervisor once per guarded path, so
-// that the user learns why (say, git init's "Permission denied" on .git/hooks).
-bool refused(Target& t, const Loc& loc, bool is_mkdir) {
+// Whether `p` is `r` or lies below it.
+bool under(const char* p, const char* r) {
+  if (r[0] == '/' && r[1] == '\0') return p[0] == '/';
+  return after(p, r) != nullptr;
+}
+
+bool under_any(const char* p, const char* const* list, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) {
+    if (under(p, list[i])) return true;
+  }
+  return false;
+}
+
+// Reports a path the depth rule refused (its first `len` bytes), once: the message and the
+// path in one write, which a pipe keeps whole up to PIPE_BUF bytes.
+void report_depth(GuardState& st, const char* path, std::size_t len) {
+  if (st.report_fd < 0) return;
+  auto h = static_cast<std::uint32_t>(name_hash(path, len));
+  for (unsigned i = 0; i < st.n_depth_reported; ++i) {
+    if (st.depth_reported[i] == h) return;
+  }
+  if (st.n_depth_reported < sizeof st.depth_reported / sizeof st.depth_reported[0]) {
+    st.depth_reported[st.n_depth_reported++] = h;
+  }
+  char buf[PIPE_BUF];
+  ChildMsg m{k_msg_guard_depth_refused, 0, 0, EACCES, 0};
+  if (len > sizeof buf - sizeof m) return;
+  m.value = static_cast<int32_t>(len);
+  std::memcpy(buf, &m, sizeof m);
+  std::memcpy(buf + sizeof m, path, len);
+  while (::write(st.report_fd, buf, sizeof m + len) < 0 && errno == EINTR) {
+  }
+}
+
+// Whether making `full` (canonical) is refused, by the list or by the depth rule; a
+// refusal is reported to the supervisor once per path, so that the user learns why (say,
+// git init's "Permission denied" on .git/hooks).
+bool refused_path(GuardState& st, const char* full, GuardMade made) {
+  std::size_t which = 0;
+  if (guard_check(st.list, full, made == GuardMade::new_dir, &which) != 0) {
+    if (st.reported != nullptr && st.reported[which] == 0) {
+      st.reported[which] = 1;
+      send_msg(st.report_fd, k_msg_guard_refused, 0, static_cast<int32_t>(which), EACCES, 0);
+    }
+    return true;
+  }
+  if (st.list.n_names == 0) return false;
+  char want[k_path_buf];
+  std::size_t n = std::strlen(full);
+  if (n >= sizeof want) return false;
+  guard_fold(full, n, want);
+  std::size_t len = 0;
+  if (guard_depth_check(st.list, want, made, &len) == 0) return false;
+  // As many components of the path as given as the folded prefix has (folding keeps '/').
+  std::size_t slashes = 0;
+  for (std::size_t i = 0; i < len; ++i) slashes += want[i] == '/' ? 1 : 0;
+  std::size_t end = 0;
+  for (std::size_t seen = 0; full[end] != '\0'; ++end) {
+    if (full[end] == '/' && ++seen > slashes) break;
+  }
+  report_depth(st, full, end);
+  return true;
+}
+
+// rename() of a directory out of a lifted path, or of one that holds a lifted path: what
+// the lift let the command make there must not land where it is protected. EXDEV makes
+// mv and the like copy instead, one checked call at a time.
+bool leaves_lift(const GuardState& st, const char* from, const char* to) {
+  const GuardList& g = st.list;
+  char f[k_path_buf], d[k_path_buf];
+  std::size_t nf = std::strlen(from), nd = std::strlen(to);
+  if (nf >= sizeof f || nd >= sizeof d) return false;
+  guard_fold(from, nf, f);
+  guard_fold(to, nd, d);
+  for (const auto& [list, count] : {std::pair{g.lifted, g.n_lifted}, std::pair{g.new_trees, g.n_new_trees}}) {
+    for (std::size_t i = 0; i < count; ++i) {
+      if ((under(f, list[i]) && !under(d, list[i])) || under(list[i], f)) return true;
+    }
+  }
+  return false;
+}
+
+// What lies at `name` in `dir`, for the depth rule: what a rename moves.
+GuardMade made_of(int dir, const char* name) {
+  struct stat st {};
+  if (::fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) != 0) return GuardMade::other;
+  return S_ISDIR(st.st_mode) ? GuardMade::dir : S_ISLNK(st.st_mode) ? GuardMade::symlink : GuardMade::other;
+}
+
+bool refused(Target& t, const Loc& loc, GuardMade made) {
   Buf full;
   if (!loc.full(full)) return false;  // longer than any guarded path
-  GuardState& st = *t.state;
-  std::size_t which = 0;
-  if (guard_check(st.list, full.s, is_mkdir, &which) == 0) return false;
-  if (st.reported != nullptr && st.reported[which] == 0) {
-    st.reported[which] = 1;
-    send_msg(st.report_fd, k_msg_guard_refused, 0, static_cast<int32_t>(which), EACCES, 0);
-  }
-  return true;
+  return refused_path(*t.state, full.s, made);
 }
 
 void reply(int listener, std::uint64_t id, int err) {
@@ -633,7 +714,7 @@ int do_open(Target& t, int listener, std::uint64_t id, int dirfd, char* path, in
     bool exists = ::fstatat(loc.parent.get(), loc.bare, &st, AT_SYMLINK_NOFOLLOW) == 0;
     // A directory makes nothing: the kernel's answer, not a refusal of what it stands for.
     if (exists && S_ISDIR(st.st_mode)) return (flags & O_EXCL) != 0 ? -EEXIST : -EISDIR;
-    if (refused(t, loc, false)) return -EACCES;
+    if (refused(t, loc, GuardMade::other)) return -EACCES;
     if (exists && S_ISLNK(st.st_mode) && (flags & (O_EXCL | O_NOFOLLOW)) == 0) {
       if (!may_follow(loc.parent.get(), st)) return -EACCES;
       ssize_t n = ::readlinkat(loc.parent.get(), loc.bare, path, PATH_MAX - 1);
@@ -676,7 +757,10 @@ int do_make(Target& t, long nr, int dirfd, const char* path, mode_t mode, dev_t 
   Loc loc;
   if (int r = resolve(t, dirfd, -1, path, loc); r < 0) return r;
   if (loc.whole_fd >= 0) return -EEXIST;
-  if (!loc.dot() && refused(t, loc, nr == SYS_mkdir || nr == SYS_mkdirat)) return -EACCES;
+  GuardMade made = (nr == SYS_mkdir || nr == SYS_mkdirat) ? GuardMade::new_dir
+                   : (nr == SYS_symlink || nr == SYS_symlinkat) ? GuardMade::symlink
+                                                                : GuardMade::other;
+  if (!loc.dot() && refused(t, loc, made)) return -EACCES;
   int rc;
   if (nr == SYS_mkdir || nr == SYS_mkdirat) {
     set_umask(t.umask());
@@ -718,7 +802,7 @@ int do_link(Target& t, int olddirfd, const char* oldpath, int newdirfd, const ch
   Loc to;
   if (int r = resolve(t, newdirfd, -1, newpath, to); r < 0) return r;
   if (to.whole_fd >= 0) return -EEXIST;
-  if (!to.dot() && refused(t, to, false)) return -EACCES;
+  if (!to.dot() && refused(t, to, GuardMade::other)) return -EACCES;
   return ::linkat(AT_FDCWD, SelfFd(src.get()).s, to.parent.get(), to.name, AT_SYMLINK_FOLLOW) == 0 ? 0 : -errno;
 }
 
@@ -728,9 +812,23 @@ int do_rename(Target& t, int olddirfd, const char* oldpath, int newdirfd,
   if (int r = resolve(t, olddirfd, -1, oldpath, from); r < 0) return r;
   if (int r = resolve(t, newdirfd, -1, newpath, to); r < 0) return r;
   if (from.whole_fd >= 0 || to.whole_fd >= 0) return -EXDEV;
-  if (!to.dot() && refused(t, to, false)) return -EACCES;
+  GuardMade moved = made_of(from.parent.get(), from.name);
+  if (!to.dot() && refused(t, to, moved)) return -EACCES;
   // EXCHANGE puts `to`'s entry at `from`, WHITEOUT a device node: both make `from` anew.
-  if ((flags & (RENAME_EXCHANGE | RENAME_WHITEOUT)) != 0 && !from.dot() && refused(t, from, false)) return -EACCES;
+  if ((flags & (RENAME_EXCHANGE | RENAME_WHITEOUT)) != 0 && !from.dot()) {
+    GuardMade back = (flags & RENAME_EXCHANGE) != 0 ? made_of(to.parent.get(), to.name) : GuardMade::other;
+    if (refused(t, from, back)) return -EACCES;
+  }
+  const GuardState& st = *t.state;
+  if (st.list.n_lifted + st.list.n_new_trees != 0 && !from.dot() && !to.dot()) {
+    Buf f, d;
+    if (from.full(f) && to.full(d)) {
+      if (moved == GuardMade::dir && leaves_lift(st, f.s, d.s)) return -EXDEV;
+      if ((flags & RENAME_EXCHANGE) != 0 && made_of(to.parent.get(), to.name) == GuardMade::dir && leaves_lift(st, d.s, f.s)) {
+        return -EXDEV;
+      }
+    }
+  }
   if (::syscall(SYS_renameat2, from.parent.get(), from.name, to.parent.get(), to.name, flags) != 0) return -errno;
   return 0;
 }
@@ -769,7 +867,7 @@ int do_bind(Target& t, int sockfd, std::uint64_t addr, std::uint64_t len) {
   Loc loc;
   if (int r = resolve(t, AT_FDCWD, cwd.get(), path, loc); r < 0) return r;
   if (loc.whole_fd >= 0) return -EADDRINUSE;
-  if (!loc.dot() && refused(t, loc, false)) return -EACCES;
+  if (!loc.dot() && refused(t, loc, GuardMade::other)) return -EACCES;
   // bind() has no *at form. The command's own string, from its working directory, so that
   // the socket's address (getsockname, /proc/net/unix) is what it asked for: every call
   // that could move a directory or make a symlink on the way waits for this one, and
@@ -846,6 +944,37 @@ bool fast_path(int listener, Target& t, const seccomp_notif& req, const char* pa
     base.reset(fd);
     at = fd;
   }
+  // The depth rule looks at the real path of the directory the name goes in: the string
+  // may lead through symlinks, or start from a directory below a protected name.
+  UniqueFd parent_fd;
+  if (st.list.n_names != 0) {
+    int dir = at;
+    if (slash != nullptr) {
+      Buf d;
+      d.add(path, static_cast<std::size_t>(slash - path) + 1);
+      if (!d.ok) return false;
+      int fd = open_beneath(at, d.s, O_DIRECTORY);
+      if (fd < 0) return false;  // the full way says why
+      parent_fd.reset(fd);
+      dir = fd;
+    }
+    char real[PATH_MAX];
+    ssize_t r = ::readlink(SelfFd(dir).s, real, sizeof real - 1);
+    if (r <= 0 || static_cast<std::size_t>(r) >= sizeof real - 1) return false;
+    real[r] = '\0';
+    Buf full;
+    full.add(real);
+    if (std::strcmp(real, "/") != 0) full.add("/");
+    full.add(name, len);
+    if (!full.ok) return false;
+    if (refused_path(*t.state, full.s, is_open ? GuardMade::other : GuardMade::new_dir)) {
+      reply(listener, req.id, EACCES);
+      return true;
+    }
+    at = dir;
+    path = name;
+    slash = nullptr;
+  }
   if (is_open) {
     int flags = nr == SYS_open ? static_cast<int>(a[1]) : nr == SYS_openat ? static_cast<int>(a[2]) : (O_CREAT | O_WRONLY | O_TRUNC);
     auto mode = static_cast<mode_t>(nr == SYS_open ? a[2] : nr == SYS_openat ? a[3] : a[1]);
@@ -895,7 +1024,7 @@ bool fast_path(int listener, Target& t, const seccomp_notif& req, const char* pa
   int parent = -1;
   UniqueFd p;
   if (slash == nullptr && path[0] != '/') {
-    parent = at;  // the caller's cwd or dirfd (a file's fd gives mkdirat's ENOTDIR)
+    parent = at;  // the caller's cwd or dirfd (a file's fd gives mkdirat's ENOTDIR), or the parent opened above
   } else {
     Buf dir;
     dir.add(path, static_cast<std::size_t>(slash - path) + 1);
@@ -1117,6 +1246,42 @@ int guard_check(const GuardList& list, const char* full, bool is_mkdir, std::siz
   return 0;
 }
 
+int guard_depth_check(const GuardList& g, const char* want, GuardMade made, std::size_t* refused_len) {
+  if (g.n_names == 0 || !under_any(want, g.roots, g.n_roots) || under_any(want, g.exempt, g.n_exempt)) return 0;
+  std::size_t n = std::strlen(want);
+  // Every component that starts a protected name (each starts with a dot), against each
+  // name: the path at or below all of it, or ending inside it at a '/'.
+  for (std::size_t i = 0; i < n; ++i) {
+    if (want[i] != '/' || want[i + 1] != '.') continue;
+    const char* rest = want + i + 1;
+    std::size_t m = n - i - 1;
+    for (std::size_t k = 0; k < g.n_names; ++k) {
+      const char* name = g.names[k];
+      std::size_t len = std::strlen(name);
+      bool whole = std::strncmp(rest, name, len) == 0 && (rest[len] == '\0' || rest[len] == '/');
+      bool leading = !whole && m < len && std::strncmp(rest, name, m) == 0 && name[m] == '/';
+      if (!whole && !leading) continue;
+      if (leading) {
+        bool gitfile = made == GuardMade::other && std::strncmp(name, ".git/", 5) == 0;
+        if (made == GuardMade::new_dir || (made == GuardMade::other && !gitfile)) continue;
+      }
+      // Lifted: by a path named in --allow-write at or below the name's first directory
+      // that holds `want`, or by a new tree that holds it.
+      const char* first_end = std::strchr(name, '/');
+      std::size_t top = i + 1 + (first_end != nullptr ? static_cast<std::size_t>(first_end - name) : len);
+      bool lifted = under_any(want, g.new_trees, g.n_new_trees);
+      for (std::size_t l = 0; !lifted && l < g.n_lifted; ++l) {
+        const char* lift = g.lifted[l];
+        lifted = under(want, lift) && std::strncmp(lift, want, top) == 0 && (lift[top] == '\0' || lift[top] == '/');
+      }
+      if (lifted) continue;
+      if (refused_len != nullptr) *refused_len = whole ? i + 1 + len : n;
+      return EACCES;
+    }
+  }
+  return 0;
+}
+
 int install_guard(const sock_filter* filter, std::size_t n) {
   sock_fprog prog{static_cast<unsigned short>(n), const_cast<sock_filter*>(filter)};
   return static_cast<int>(::syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
@@ -1133,25 +1298,33 @@ bool serve_guard(int listener, GuardState& state) {
 
 bool prepare_guard(const GuardList& in, int report_fd, GuardState& out) {
   // The paths, a second copy cut into names, and two hash sets with at least twice as
-  // many slots as there can be names (one per byte at most).
-  std::size_t text = 0;
+  // many slots as there can be names (one per byte at most); then the depth rule's lists,
+  // folded.
+  const std::pair<const char* const*, std::size_t> extra[] = {
+      {in.names, in.n_names}, {in.roots, in.n_roots}, {in.exempt, in.n_exempt},
+      {in.lifted, in.n_lifted}, {in.new_trees, in.n_new_trees}};
+  std::size_t text = 0, extra_text = 0, extra_count = 0;
   for (std::size_t i = 0; i < in.count; ++i) text += std::strlen(in.paths[i]) + 1;
+  for (std::size_t i = 0; i < in.n_names; ++i) text += std::strlen(in.names[i]) + 1;  // into the sets too
+  for (const auto& [list, count] : extra) {
+    extra_count += count;
+    for (std::size_t i = 0; i < count; ++i) extra_text += std::strlen(list[i]) + 1;
+  }
   std::size_t slots = 16;
   while (slots < 2 * text) slots *= 2;
-  std::size_t bytes = (in.count + 2 * slots) * sizeof(char*) + 2 * text + in.count;
+  std::size_t bytes = (in.count + extra_count + 2 * slots) * sizeof(char*) + 2 * text + extra_text + in.count;
   void* m = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (m == MAP_FAILED) return false;  // mmap'd memory is zeroed: every slot empty
   auto** paths = static_cast<const char**>(m);
   auto** names = paths + in.count;
   auto** leaves = names + slots;
-  char* pool = reinterpret_cast<char*>(leaves + slots);
-  for (std::size_t i = 0; i < in.count; ++i) {
-    std::size_t len = std::strlen(in.paths[i]);
-    std::memcpy(pool, in.paths[i], len + 1);
-    paths[i] = pool;
-    pool += len + 1;
+  auto** lists = leaves + slots;
+  char* pool = reinterpret_cast<char*>(lists + extra_count);
+  // Every name of `path` into the sets, from a copy cut in place.
+  auto add_names = [&](const char* path) {
+    std::size_t len = std::strlen(path);
     char* copy = pool;
-    std::memcpy(copy, in.paths[i], len + 1);
+    std::memcpy(copy, path, len + 1);
     pool += len + 1;
     char* last = nullptr;
     for (char* c = copy; *c != '\0';) {
@@ -1168,11 +1341,32 @@ bool prepare_guard(const GuardList& in, int report_fd, GuardState& out) {
       last = start;
     }
     if (last != nullptr) set_insert(leaves, slots - 1, last, std::strlen(last));
+  };
+  for (std::size_t i = 0; i < in.count; ++i) {
+    std::size_t len = std::strlen(in.paths[i]);
+    std::memcpy(pool, in.paths[i], len + 1);
+    paths[i] = pool;
+    pool += len + 1;
+    add_names(in.paths[i]);
+  }
+  for (std::size_t i = 0; i < in.n_names; ++i) add_names(in.names[i]);
+  const char* const* copied[5];
+  std::size_t k = 0, at = 0;
+  for (const auto& [list, count] : extra) {
+    copied[k++] = lists + at;
+    for (std::size_t i = 0; i < count; ++i) {
+      std::size_t len = std::strlen(list[i]);
+      guard_fold(list[i], len, pool);
+      lists[at++] = pool;
+      pool += len + 1;
+    }
   }
   mode_t um = ::umask(022);
   ::umask(um);
   auto* reported = reinterpret_cast<unsigned char*>(pool);
-  out = GuardState{{paths, in.count}, names, slots - 1, leaves, slots - 1, um, false, false, 0, {}, 0, reported, report_fd, false};
+  GuardList list{paths, in.count, copied[0], in.n_names, copied[1], in.n_roots, copied[2], in.n_exempt,
+                 copied[3], in.n_lifted, copied[4], in.n_new_trees};
+  out = GuardState{list, names, slots - 1, leaves, slots - 1, um, false, false, 0, {}, 0, reported, report_fd, {}, 0, false};
   for (auto& e : out.seen) e = {0, -1, 0, 0, 0};
   return true;
 }

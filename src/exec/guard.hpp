@@ -31,13 +31,34 @@
 #include <linux/filter.h>
 
 #include <cstddef>
+#include <cstdint>
 
 namespace zb::exec {
 
-// Absolute, canonical paths that must not come into being.
+// Absolute, canonical paths that must not come into being; and protected names that
+// hold at any depth (the depth rule, guard_depth_check).
 struct GuardList {
   const char* const* paths;
   std::size_t count;
+  // Relative names (".git/hooks", ".envrc"; policy's protected_write_names) that nothing
+  // may make, at any depth below one of `roots` (the writable paths; "/" when everything
+  // is) and not below one of `exempt` (private scratch directories, thrown away at exit).
+  const char* const* names = nullptr;
+  std::size_t n_names = 0;
+  const char* const* roots = nullptr;
+  std::size_t n_roots = 0;
+  const char* const* exempt = nullptr;
+  std::size_t n_exempt = 0;
+  // Paths named in --allow-write. One lifts the rule for what lies below it when it lies
+  // at or below the protected name's first directory (--allow-write=sub/.git lets git make
+  // sub/.git/hooks; --allow-write=sub does not). A directory is not renamed out of one
+  // (EXDEV: tools copy instead, and the copy is checked).
+  const char* const* lifted = nullptr;
+  std::size_t n_lifted = 0;
+  // Of those, the ones that did not exist at start (inside another writable path): they
+  // lift the rule for everything below them.
+  const char* const* new_trees = nullptr;
+  std::size_t n_new_trees = 0;
 };
 
 // What init serves the guard with: the paths, every name that appears in them (a call
@@ -72,15 +93,19 @@ struct GuardState {
   } seen[32];
   unsigned next_seen;
   unsigned char* reported;  // per path: a refusal was reported on report_fd
+  // Hashes of the paths the depth rule refused and reported (k_msg_guard_depth_refused).
   int report_fd;
+  std::uint32_t depth_reported[64];
+  unsigned n_depth_reported;
   // The command's Landlock domain refuses it every new regular file (forbid_making_files):
   // an open() it goes on with cannot make one, wherever its path leads by then.
   bool command_makes_no_files;
 };
 
 // Copies `in` into a private mapping of init's (the caller's memory may go), with the
-// names. Refusals are reported on `report_fd` (k_msg_guard_refused, index = the path's),
-// once per path. false when the mapping fails.
+// names, folded (guard_fold). Refusals are reported on `report_fd` (k_msg_guard_refused,
+// index = the path's; k_msg_guard_depth_refused with the path), once per path. false when
+// the mapping fails.
 bool prepare_guard(const GuardList& in, int report_fd, GuardState& out);
 
 // Loads `filter` with a new listener, killable-only waits once a call is taken, on the
@@ -109,5 +134,22 @@ std::size_t guard_fold(const char* in, std::size_t n, char* out);
 // refuse. `is_mkdir`: the new entry is an empty directory made by mkdir, which may stand
 // where a guarded path's ancestor belongs. `which`: the index of the path refused for.
 int guard_check(const GuardList& list, const char* full, bool is_mkdir, std::size_t* which = nullptr);
+
+// What a call would put at a path, for the depth rule.
+enum class GuardMade {
+  new_dir,  // an empty directory, by mkdir
+  dir,      // a directory that may hold anything (rename)
+  symlink,
+  other,    // a file, device, FIFO or socket
+};
+
+// The depth rule alone, for tests: 0 to allow making `full` (canonical, folded), EACCES
+// to refuse. The list's names, roots, exempt, lifted and new_trees entries as
+// prepare_guard leaves them (folded). Refused, unless lifted: `full` at or below a
+// protected name; and where a name's leading directories belong (the ".git" of
+// ".git/hooks"), a directory moved there or a symlink (they bring or point to what would
+// lie below), and a file only for ".git" (a gitfile says where the repository is).
+// `refused_len`: how much of `full` names the path refused for.
+int guard_depth_check(const GuardList& list, const char* full, GuardMade made, std::size_t* refused_len = nullptr);
 
 }  // namespace zb::exec

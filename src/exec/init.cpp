@@ -74,7 +74,7 @@ int start_guard(const InitArgs& a, int channel) {
   sigset_t none;
   sigemptyset(&none);
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
-  if (a.n_guard_filter != 0 && a.guard.count != 0) {
+  if (a.n_guard_filter != 0 && (a.guard.count != 0 || a.guard.n_names != 0)) {
     if (int32_t e = start_guard(a, guard_channel); e != 0) {
       (void)!::write(exec_err_fd, &e, sizeof e);
       ::_exit(127);
@@ -132,7 +132,7 @@ void run_init(const InitArgs& a) {
   // The paths are copied out of the memory shared with the supervisor, unmapped below.
   GuardState guard{};
   int guard_pair[2] = {-1, -1};
-  if (a.n_guard_filter != 0 && a.guard.count != 0) {
+  if (a.n_guard_filter != 0 && (a.guard.count != 0 || a.guard.n_names != 0)) {
     if (!prepare_guard(a.guard, a.report_fd, guard) || ::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, guard_pair) != 0) {
       g_guard_err = errno;
     }
@@ -184,7 +184,7 @@ void run_init(const InitArgs& a) {
     }
     ::close(guard_pair[1]);
   }
-  if (a.n_guard_filter != 0 && a.guard.count != 0) {
+  if (a.n_guard_filter != 0 && (a.guard.count != 0 || a.guard.n_names != 0)) {
     send_msg(a.report_fd, k_msg_guard, 0, guard.command_makes_no_files ? 1 : 0,
              listener >= 0 ? 0 : (g_guard_err != 0 ? g_guard_err : EIO), listener >= 0 ? 1 : 0);
   }

@@ -33,6 +33,9 @@ enum ChildMsgType : int32_t {
   k_msg_landlock = 7,      // value: ABI applied
   k_msg_guard = 8,         // value: 1 if the create guard runs; err: why not
   k_msg_guard_refused = 9, // index: the guarded path a call was refused for (once per path)
+  // value: the length of the path the depth rule refused, whose bytes follow the message
+  // in the same write (at most PIPE_BUF in all)
+  k_msg_guard_depth_refused = 10,
 };
 
 enum ChildStep : int32_t {

@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <ctime>
 #include <map>
@@ -438,9 +439,19 @@ int run_prestarted(Policy p, const std::vector<std::string>& environ, RunOptions
   }
   spec.landlock = zb::exec::make_landlock_plan(fs, abi);
   spec.seccomp = zb::exec::embedded_seccomp_filter();
-  if (!fs.absent_protected.empty() || !fs.protected_links.empty()) {
+  if (!fs.absent_protected.empty() || !fs.protected_links.empty() || !fs.depth_roots.empty()) {
     spec.guarded = fs.absent_protected;
     spec.guarded.insert(spec.guarded.end(), fs.protected_links.begin(), fs.protected_links.end());
+    // Renamed or linked over, a read-only file would give EBUSY (a mount point): the
+    // guard's EACCES says what happened, and the user learns which path it was.
+    spec.guarded.insert(spec.guarded.end(), fs.protected_existing.begin(), fs.protected_existing.end());
+    if (!fs.depth_roots.empty()) {
+      spec.depth_names = zb::policy::protected_write_names();
+      spec.depth_roots = fs.depth_roots;
+      spec.depth_exempt = fs.depth_exempt;
+      spec.depth_lifted = fs.lifted;
+      spec.depth_new_trees = fs.new_trees;
+    }
     spec.guard_filter = zb::exec::embedded_guard_filter();
     spec.seccomp = zb::exec::embedded_seccomp_filter_for_guard();
   }
@@ -507,15 +518,33 @@ int run_prestarted(Policy p, const std::vector<std::string>& environ, RunOptions
   if (!guard_ran) {
     for (auto& line : zb::exec::move_created_aside(fs.absent_protected)) blocked_lines.push_back(std::move(line));
   }
+  // Each refused path with the flag that allows it; denied ones and zerobox's profiles
+  // stay refused whatever the flags say.
+  std::vector<std::string> flags;
+  auto xdg = caller.env.find("XDG_CONFIG_HOME");
+  auto profiles = zb::policy::profile_dirs(caller.home, xdg == caller.env.end() ? std::string() : xdg->second);
   for (const auto& path : res.guard_refused) {
-    // For .git/hooks and the like, naming the directory lifts every name below it
-    // (what git init needs); name that one.
-    std::string name_this = path;
-    std::string dir = zb::path::parent(path);
-    std::string base = dir.substr(dir.find_last_of('/') + 1);
-    if (base == ".git" || base == ".config") name_this = dir;
-    log::warning("refused to let the command create protected path " + log::quote(path) + " (--allow-write=" +
-                 log::quote(name_this) + " allows it)");
+    bool is_denied = std::any_of(p.deny_write.begin(), p.deny_write.end(), [&](const std::string& d) { return zb::path::is_under(path, d); }) ||
+                  std::any_of(p.deny_read.begin(), p.deny_read.end(), [&](const std::string& d) { return zb::path::is_under(path, d); });
+    bool profile = std::any_of(profiles.begin(), profiles.end(), [&](const std::string& d) { return zb::path::is_under(path, d); });
+    if (is_denied || profile) {
+      log::warning("refused to let the command create " + log::quote(path) +
+                   (is_denied ? " (a denied path)" : " (zerobox's profiles are never writable inside a sandbox)"));
+      continue;
+    }
+    bool existing = std::find(fs.protected_existing.begin(), fs.protected_existing.end(), path) != fs.protected_existing.end();
+    std::string name_this = zb::policy::allow_write_hint(path, fs);
+    log::warning("refused to let the command " + std::string(existing ? "replace" : "create") + " protected path " +
+                 log::quote(path) + " (--allow-write=" + log::quote(name_this) + " allows it)");
+    if (std::find(flags.begin(), flags.end(), name_this) == flags.end()) flags.push_back(name_this);
+  }
+  std::erase_if(flags, [&](const std::string& f) {
+    return std::any_of(flags.begin(), flags.end(), [&](const std::string& o) { return o != f && zb::path::is_under(f, o); });
+  });
+  if (flags.size() > 1) {
+    std::string all;
+    for (const auto& f : flags) all += (all.empty() ? "" : ",") + log::quote(f);
+    log::warning("to allow all of them, add --allow-write=" + all);
   }
   for (const auto& line : blocked_lines) {
     // A failure to move one aside is an error, shown even with --quiet.

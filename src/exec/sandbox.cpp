@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <climits>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -123,7 +124,7 @@ struct FlatSpec {
   // With the create guard, init keeps CAP_SYS_PTRACE (in the sandbox's user namespace
   // only) to read the memory of a command that made itself non-dumpable; the command
   // drops it before execve (init.cpp).
-  bool guarded = s.n_guard_filter != 0 && s.guard.count != 0;
+  bool guarded = s.n_guard_filter != 0 && (s.guard.count != 0 || s.guard.n_names != 0);
   if (drop_all_capabilities(guarded ? CAP_SYS_PTRACE : -1) != 0) {
     send_msg(report_fd, k_msg_setup_failed, k_step_caps, -1, errno, 0);
     ::_exit(1);
@@ -167,12 +168,17 @@ const FlatSpec* flatten(const SandboxSpec& spec, SharedArena& a) {
   if (filter != nullptr && !spec.seccomp.empty()) std::memcpy(filter, spec.seccomp.data(), spec.seccomp.size_bytes());
   f->seccomp = filter;
   f->n_seccomp = spec.seccomp.size();
-  if (!spec.guarded.empty() && !spec.guard_filter.empty()) {
+  if ((!spec.guarded.empty() || !spec.depth_names.empty()) && !spec.guard_filter.empty()) {
     auto* gf = a.array<sock_filter>(spec.guard_filter.size());
     if (gf != nullptr) std::memcpy(gf, spec.guard_filter.data(), spec.guard_filter.size_bytes());
     f->guard_filter = gf;
     f->n_guard_filter = spec.guard_filter.size();
-    f->guard = {a.strings(spec.guarded), spec.guarded.size()};
+    f->guard = {a.strings(spec.guarded),          spec.guarded.size(),
+                a.strings(spec.depth_names),      spec.depth_names.size(),
+                a.strings(spec.depth_roots),      spec.depth_roots.size(),
+                a.strings(spec.depth_exempt),     spec.depth_exempt.size(),
+                a.strings(spec.depth_lifted),     spec.depth_lifted.size(),
+                a.strings(spec.depth_new_trees),  spec.depth_new_trees.size()};
   }
   f->proxy_port = spec.proxy_port;
   return a.full() ? nullptr : f;
@@ -485,6 +491,16 @@ SandboxResult run_sandbox(const SandboxSpec& spec, const std::function<void(long
     ssize_t n = ::read(report_r.get(), &m, sizeof m);
     if (n < 0 && errno == EINTR) continue;
     if (n != static_cast<ssize_t>(sizeof m)) break;
+    if (m.type == k_msg_guard_depth_refused) {
+      // The path follows in the same write.
+      if (m.value <= 0 || m.value > PIPE_BUF) continue;
+      std::string path(static_cast<std::size_t>(m.value), '\0');
+      if (::read(report_r.get(), path.data(), path.size()) != static_cast<ssize_t>(path.size())) break;
+      if (!got_final && guarded && std::find(res.guard_refused.begin(), res.guard_refused.end(), path) == res.guard_refused.end()) {
+        res.guard_refused.push_back(path);
+      }
+      continue;
+    }
     if (got_final) continue;
     switch (m.type) {
       case k_msg_setup_failed:

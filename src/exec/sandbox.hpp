@@ -38,8 +38,10 @@ struct SandboxSpec {
   LandlockPlan landlock;
   std::span<const sock_filter> seccomp;  // empty: no filter
   // The create guard (exec/guard.hpp): paths that must not come into being, and its
-  // filter. Either empty: no guard.
+  // filter. No filter, or no path and no depth names: no guard.
   std::vector<std::string> guarded;
+  // Its depth rule (GuardList's names, roots, exempt, lifted, new_trees).
+  std::vector<std::string> depth_names, depth_roots, depth_exempt, depth_lifted, depth_new_trees;
   std::span<const sock_filter> guard_filter;
   // false: return as soon as the command's status is known and nothing else was left
   // running, without waiting for the kernel to tear the namespaces down (their mounts
@@ -57,7 +59,7 @@ struct SandboxResult {
   int err = 0;      // ExecFailed: errno of execve
   std::string message;  // SetupFailed: one line
   std::vector<std::string> notes;  // for --debug
-  std::vector<std::string> guard_refused;  // guarded paths the create guard refused to make
+  std::vector<std::string> guard_refused;  // guarded paths the create guard refused to make (both rules)
 };
 
 // Occupies each of fds 0, 1 and 2 that is closed with /dev/null, close-on-exec: the pipes

@@ -179,6 +179,42 @@ Result<void> canonical_list(std::vector<std::string>& list, const char* flag, co
   return {};
 }
 
+// --allow-write: canonical_list's rules, except for a missing path inside another
+// writable path (CLI.md "Protected paths"). zerobox does not create that one, whether its
+// parent exists or not: `--allow-write=.,dest/.git` is how `git clone URL dest` gets a
+// repository of its own, and a dest/.git made beforehand would make git refuse the
+// destination as not empty (a .gitmodules made beforehand would be a directory).
+Result<void> canonical_allow_write(Policy& p, const Caller& c, const std::vector<std::string>& profiles) {
+  std::vector<std::string> all = p.allow_write;
+  if (auto r = canonical_list(all, "--allow-write", c, false, false, profiles); !r) return r;
+  bool everything = std::find(all.begin(), all.end(), "/") != all.end() || p.write_all;
+  auto inside_other = [&](const std::string& w) {
+    if (everything) return true;
+    return std::any_of(all.begin(), all.end(),
+                       [&](const std::string& o) {
+                         // o exists, or is made below (its parent exists)
+                         return o != w && path::is_under(w, o) &&
+                                (lexists(o) || path::kind_of(path::parent(o)) == path::Kind::Directory);
+                       });
+  };
+  std::vector<std::string> rest;
+  for (const auto& raw : p.allow_write) {
+    if (raw.empty() || raw.find('\0') != std::string::npos) continue;  // refused above
+    auto canon = path::canonicalize(path::absolute(raw, c.cwd, c.home));
+    if (canon && !canon->exists && inside_other(canon->path)) {
+      p.allow_write_new.push_back(canon->path);
+    } else {
+      rest.push_back(raw);
+    }
+  }
+  if (auto r = canonical_list(rest, "--allow-write", c, true, true, profiles); !r) return r;
+  rest.insert(rest.end(), p.allow_write_new.begin(), p.allow_write_new.end());
+  sort_unique(rest);
+  sort_unique(p.allow_write_new);
+  p.allow_write = std::move(rest);
+  return {};
+}
+
 std::vector<std::string> own_profile_dirs(const Caller& c) {
   auto xdg = c.env.find("XDG_CONFIG_HOME");
   return profile_dirs(c.home, xdg == c.env.end() ? std::string() : xdg->second);
@@ -331,7 +367,7 @@ Result<void> finalize(Policy& p, const Caller& c) {
   for (const auto& d : own_profile_dirs(c)) {
     if (auto canon = path::canonicalize(d); canon) profiles.push_back(canon->path);
   }
-  if (auto r = canonical_list(p.allow_write, "--allow-write", at_cwd, true, true, profiles); !r) return r;
+  if (auto r = canonical_allow_write(p, at_cwd, profiles); !r) return r;
   // "/" is the bare flag. The kernel's own file systems are never bound in from the host
   // (that would undo the fresh /proc, the read-only /sys and the minimal /dev).
   if (std::erase(p.allow_write, std::string("/")) > 0) p.write_all = true;
@@ -610,12 +646,14 @@ FsRules compute_fs(const Policy& p, const Caller& c) {
         if (!writable_at(full)) continue;
         if (exists) {
           ro.push_back(full);
+          fs.protected_existing.push_back(full);
         } else if (name.find('/') != std::string::npos && ::lstat(path::parent(full).c_str(), &st) == 0 &&
                    S_ISREG(st.st_mode)) {
           // ".git/config" below a ".git" that is a file: a worktree's or submodule's gitfile
           // ("gitdir: ..."), which says where git looks; rewriting it would point git at a
           // config of the command's. It is protected itself, and nothing can appear below it.
           ro.push_back(path::parent(full));
+          fs.protected_existing.push_back(path::parent(full));
         } else {
           fs.absent_protected.push_back(full);
         }
@@ -646,6 +684,44 @@ FsRules compute_fs(const Policy& p, const Caller& c) {
   }
   drop_nested(ro);
   fs.read_only = ro;
+  sort_unique(fs.protected_existing);
+  if (p.protect) {
+    // Protected names hold at any depth below every writable path, in directories made
+    // during the run too (exec/guard.hpp). Not in the private scratch space, which the
+    // host never sees.
+    if (fs.write_all) {
+      fs.depth_roots = {"/"};
+      if (!fs.tmp_writable) fs.depth_exempt.emplace_back("/tmp");
+      if (!fs.var_tmp_writable) fs.depth_exempt.emplace_back("/var/tmp");
+      if (!fs.shm_writable) fs.depth_exempt.emplace_back("/dev/shm");
+    } else {
+      fs.depth_roots = fs.writable;
+      drop_nested(fs.depth_roots);
+    }
+    for (const auto& w : p.allow_write) {
+      if (under_any(w, deny_write) || under_any(w, deny_read) || !writable_at(w)) continue;
+      fs.lifted.push_back(w);
+      if (named(w, p.allow_write_new)) fs.new_trees.push_back(w);
+    }
+  }
+  // A writable path inside another, with nothing read-only or masked between them, needs
+  // no mount of its own: git renames config.lock over .git/config, which a file bound on
+  // its own refuses (EBUSY). One that does not exist has nothing to mount.
+  {
+    std::vector<std::string> fixed = fs.read_only;
+    fixed.insert(fixed.end(), fs.masked.begin(), fs.masked.end());
+    std::vector<std::string> own;
+    for (const auto& w : fs.writable) {
+      if (!lexists(w)) continue;
+      bool covered = std::any_of(fs.writable.begin(), fs.writable.end(), [&](const std::string& r) {
+        if (r == w || !path::is_under(w, r) || !lexists(r)) return false;
+        return std::none_of(fixed.begin(), fixed.end(),
+                            [&](const std::string& x) { return x != r && path::is_under(w, x) && path::is_under(x, r); });
+      });
+      if (!covered) own.push_back(w);
+    }
+    fs.writable = std::move(own);
+  }
   sort_unique(fs.absent_protected);
   sort_unique(fs.protected_links);
   sort_unique(fs.pinned_dirs);
@@ -794,6 +870,39 @@ std::optional<std::uint64_t> parse_size(std::string_view s) {
   }
   if (n > (UINT64_MAX >> shift)) return std::nullopt;
   return n << shift;
+}
+
+std::string allow_write_hint(const std::string& refused, const FsRules& fs) {
+  // The protected name's first directory: `refused` ends with the whole name or with its
+  // leading directories (a gitfile ".git").
+  std::string top = refused;
+  for (const auto& name : protected_write_names()) {
+    std::vector<std::string> parts;
+    for (std::size_t at = 0; at <= name.size();) {
+      std::size_t slash = std::min(name.find('/', at), name.size());
+      parts.push_back(name.substr(at, slash - at));
+      at = slash + 1;
+    }
+    std::string tail;
+    bool found = false;
+    for (std::size_t k = 1; k <= parts.size() && !found; ++k) {
+      tail += "/" + parts[k - 1];
+      if (refused.size() > tail.size() && refused.compare(refused.size() - tail.size(), tail.size(), tail) == 0) {
+        top = refused.substr(0, refused.size() - tail.size()) + "/" + parts[0];
+        found = true;
+      }
+    }
+    if (found) break;
+  }
+  bool hooks = refused == top + "/hooks" && top.size() > 5 && top.compare(top.size() - 5, 5, "/.git") == 0;
+  std::string name_this = hooks ? top : refused;
+  auto in_root = [&](const std::string& d) {
+    return std::any_of(fs.depth_roots.begin(), fs.depth_roots.end(),
+                       [&](const std::string& r) { return d != r && path::is_under(d, r); });
+  };
+  std::string missing;
+  for (std::string d = path::parent(top); in_root(d) && !lexists(d); d = path::parent(d)) missing = d;
+  return missing.empty() ? name_this : missing;
 }
 
 std::vector<std::string> describe(const Policy& p, const FsRules& fs) {

@@ -47,7 +47,9 @@ struct FsRules {
   std::vector<std::string> readable;      // roots to expose when read_restricted
   std::vector<std::string> system_links;  // symlinks like /bin -> usr/bin to recreate
   bool write_all = false;
-  std::vector<std::string> writable;    // existing paths bound read-write
+  // Existing paths bound read-write; one inside another with nothing read-only between
+  // them has no mount of its own (a rename over a file bound on its own fails: EBUSY).
+  std::vector<std::string> writable;
   std::vector<std::string> read_only;   // existing paths forced read-only (deny-write, protected)
   std::vector<std::string> masked;      // existing paths that cannot be read
   // Every --deny-read path, there at the check or not: the mount plan never shows one of
@@ -73,6 +75,14 @@ struct FsRules {
   // created there for the run (exec/placeholders.cpp) so that it can be masked. They
   // are already listed in masked/read_only.
   std::vector<std::string> placeholders;
+  // The create guard's depth rule (exec/guard.hpp, GuardList): the directories below
+  // which protected names hold at any depth ("/" when everything is writable), the private
+  // scratch directories below it where they do not, and the --allow-write paths that lift
+  // it: `lifted` each, `new_trees` (the ones that did not exist) for all below them.
+  std::vector<std::string> depth_roots, depth_exempt, lifted, new_trees;
+  // Existing protected paths shown read-only: the guard refuses renames and links over
+  // them with EACCES (the kernel's answer at a mount point is EBUSY) and names them.
+  std::vector<std::string> protected_existing;
   std::vector<std::string> tracked;     // snapshots: roots whose writes go to an overlay
   std::string binary;                   // the command's resolved path, canonical, if found
   std::string command_path;             // the same as PATH found it (for execve)
@@ -114,6 +124,14 @@ bool valid_env_name(const std::string& k);
 // A --tmpfs-size value: a number of bytes with an optional K, M, G or T suffix (powers of
 // 1024, either case), more than 0. nullopt when malformed or out of range.
 std::optional<std::uint64_t> parse_size(std::string_view s);
+
+// What to name in --allow-write so that a later run may make `refused`, a protected path
+// the create guard refused (canonical). The path itself; for .git/hooks, which only git
+// init and clone make, the new repository's .git. And where the protected name's first
+// directory has no parent now (git clone removes what it made when it fails), the highest
+// missing directory inside a writable path: it did not exist at start, so naming it lifts
+// protection for everything the command makes below it.
+std::string allow_write_hint(const std::string& refused, const FsRules& fs);
 
 // Human-readable summary of the effective policy for --debug.
 std::vector<std::string> describe(const zerobox::Policy& p, const FsRules& fs);

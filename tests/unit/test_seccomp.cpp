@@ -70,6 +70,49 @@ TEST_CASE("the base filter lets only unix, inet, inet6 and netlink sockets be ma
   }
 }
 
+TEST_CASE("the create guard's depth rule refuses protected names at any depth below writable paths") {
+  const char* names[] = {".git/hooks", ".git/config", ".envrc", ".config/git"};
+  const char* roots[] = {"/w", "/o"};
+  const char* exempt[] = {"/o/tmp"};
+  const char* lifted[] = {"/w", "/w/sub/.git", "/w/new", "/w/r/.git/config"};
+  const char* new_trees[] = {"/w/new"};
+  zb::exec::GuardList list{nullptr, 0, names, 4, roots, 2, exempt, 1, lifted, 4, new_trees, 1};
+  using zb::exec::guard_depth_check;
+  using M = zb::exec::GuardMade;
+  std::size_t len = 0;
+  CHECK(guard_depth_check(list, "/w/a/b/.git/hooks", M::new_dir, &len) == EACCES);
+  CHECK(len == std::strlen("/w/a/b/.git/hooks"));
+  CHECK(guard_depth_check(list, "/w/a/.git/hooks/pre-commit", M::other, &len) == EACCES);
+  CHECK(len == std::strlen("/w/a/.git/hooks"));
+  CHECK(guard_depth_check(list, "/w/a/.git/config", M::other) == EACCES);
+  CHECK(guard_depth_check(list, "/w/x/y/z/.envrc", M::new_dir) == EACCES);
+  CHECK(guard_depth_check(list, "/w/h/.config/git", M::new_dir) == EACCES);
+  // Where a name's leading directory belongs: a new empty directory, or a plain file
+  // except a gitfile.
+  CHECK(guard_depth_check(list, "/w/a/.git", M::new_dir) == 0);
+  CHECK(guard_depth_check(list, "/w/a/.git", M::other) == EACCES);
+  CHECK(guard_depth_check(list, "/w/a/.git", M::dir) == EACCES);
+  CHECK(guard_depth_check(list, "/w/a/.git", M::symlink) == EACCES);
+  CHECK(guard_depth_check(list, "/w/k/.config", M::other) == 0);  // a kernel tree's .config
+  CHECK(guard_depth_check(list, "/w/k/.config", M::symlink) == EACCES);
+  // Not protected: other names, and outside the roots or in the exempt scratch.
+  CHECK(guard_depth_check(list, "/w/a/.git/objects/ab", M::other) == 0);
+  CHECK(guard_depth_check(list, "/w/a/.git/config.lock", M::other) == 0);
+  CHECK(guard_depth_check(list, "/w/a/.gitx/hooks", M::new_dir) == 0);
+  CHECK(guard_depth_check(list, "/elsewhere/.git/hooks", M::new_dir) == 0);
+  CHECK(guard_depth_check(list, "/o/tmp/r/.git/hooks", M::new_dir) == 0);
+  CHECK(guard_depth_check(list, "/o/r/.git/hooks", M::new_dir) == EACCES);
+  // Lifted at or below the name's first directory; a new tree lifts everything in it; a
+  // lift of the root itself (or of a sibling name) does not.
+  CHECK(guard_depth_check(list, "/w/sub/.git/hooks/pre-commit", M::other) == 0);
+  CHECK(guard_depth_check(list, "/w/new/.git/hooks", M::new_dir) == 0);
+  CHECK(guard_depth_check(list, "/w/new/x/.envrc", M::other) == 0);
+  CHECK(guard_depth_check(list, "/w/r/.git/config", M::other) == 0);
+  CHECK(guard_depth_check(list, "/w/r/.git/hooks", M::new_dir) == EACCES);
+  CHECK(guard_depth_check(list, "/w/.envrc", M::other) == EACCES);
+  CHECK(guard_depth_check(zb::exec::GuardList{nullptr, 0}, "/w/.envrc", M::other) == 0);
+}
+
 TEST_CASE("the create guard refuses guarded paths and whatever but mkdir stands on their way") {
   const char* paths[] = {"/p/.envrc", "/p/.git/hooks", "/home/u/.config/fish"};
   zb::exec::GuardList list{paths, 3};
