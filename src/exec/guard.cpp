@@ -481,6 +481,8 @@ void report_depth(GuardState& st, const char* path, std::size_t len) {
 // Whether making `full` (canonical) is refused, by the list or by the depth rule; a
 // refusal is reported to the supervisor once per path, so that the user learns why (say,
 // git init's "Permission denied" on .git/hooks).
+bool depth_refused(GuardState& st, const char* full, GuardMade made);
+
 bool refused_path(GuardState& st, const char* full, GuardMade made) {
   std::size_t which = 0;
   if (guard_check(st.list, full, made == GuardMade::new_dir, &which) != 0) {
@@ -490,6 +492,11 @@ bool refused_path(GuardState& st, const char* full, GuardMade made) {
     }
     return true;
   }
+  return depth_refused(st, full, made);
+}
+
+// The depth rule alone, reported as refused_path does.
+bool depth_refused(GuardState& st, const char* full, GuardMade made) {
   if (st.list.n_names == 0) return false;
   char want[k_path_buf];
   std::size_t n = std::strlen(full);
@@ -958,16 +965,18 @@ bool fast_path(int listener, Target& t, const seccomp_notif& req, const char* pa
       parent_fd.reset(fd);
       dir = fd;
     }
+    // getcwd() after fchdir(): a quarter of what readlink() of /proc/self/fd/N costs
+    // (0.8 against 3.3 us here). Nothing of init's resolves a path relative to its working
+    // directory.
     char real[PATH_MAX];
-    ssize_t r = ::readlink(SelfFd(dir).s, real, sizeof real - 1);
-    if (r <= 0 || static_cast<std::size_t>(r) >= sizeof real - 1) return false;
-    real[r] = '\0';
+    if (::fchdir(dir) != 0 || ::getcwd(real, sizeof real) == nullptr || real[0] != '/') return false;
     Buf full;
     full.add(real);
     if (std::strcmp(real, "/") != 0) full.add("/");
     full.add(name, len);
     if (!full.ok) return false;
-    if (refused_path(*t.state, full.s, is_open ? GuardMade::other : GuardMade::new_dir)) {
+    // The list cannot refuse it (its last name is in none of the list's paths).
+    if (depth_refused(*t.state, full.s, is_open ? GuardMade::other : GuardMade::new_dir)) {
       reply(listener, req.id, EACCES);
       return true;
     }
