@@ -515,6 +515,23 @@ bool depth_refused(GuardState& st, const char* full, GuardMade made) {
   return true;
 }
 
+// Whether `name` is the first name of a protected name (".git", ".envrc"), which the
+// depth rule does not let come into being in a directory deeper than PATH_MAX, where it
+// is not checked: else a tree made there with .git/hooks inside could be renamed up to
+// where it is checked no more (a rename checks the name it makes, not what it moves).
+bool deep_first_name(const GuardState& st, const char* name) {
+  if (st.list.n_names == 0) return false;
+  char folded[NAME_MAX + 1];
+  std::size_t n = ::strnlen(name, NAME_MAX + 1);
+  if (n > NAME_MAX) return false;
+  n = guard_fold(name, n, folded);
+  for (std::size_t i = 0; i < st.list.n_names; ++i) {
+    const char* p = st.list.names[i];
+    if (std::strncmp(p, folded, n) == 0 && (p[n] == '\0' || p[n] == '/')) return true;
+  }
+  return false;
+}
+
 // rename() of a directory out of a lifted path, or of one that holds a lifted path: what
 // the lift let the command make there must not land where it is protected. EXDEV makes
 // mv and the like copy instead, one checked call at a time.
@@ -542,7 +559,8 @@ GuardMade made_of(int dir, const char* name) {
 
 bool refused(Target& t, const Loc& loc, GuardMade made) {
   Buf full;
-  if (!loc.full(full)) return false;  // longer than any guarded path
+  // Longer than any guarded path; but see deep_first_name.
+  if (!loc.full(full)) return deep_first_name(*t.state, loc.bare);
   return refused_path(*t.state, full.s, made);
 }
 
@@ -965,20 +983,26 @@ bool fast_path(int listener, Target& t, const seccomp_notif& req, const char* pa
       parent_fd.reset(fd);
       dir = fd;
     }
-    // getcwd() after fchdir(): a quarter of what readlink() of /proc/self/fd/N costs
-    // (0.8 against 3.3 us here). Nothing of init's resolves a path relative to its working
-    // directory.
+    // The getcwd system call after fchdir(): a quarter of what readlink() of
+    // /proc/self/fd/N costs (0.8 against 3.3 us here). Nothing of init's resolves a path
+    // relative to its working directory. Not glibc's getcwd(), which past PATH_MAX walks
+    // up the tree itself, with malloc().
+    // Deeper than PATH_MAX, as the full way finds too (resolve's too_deep), nothing is
+    // checked: that walk would cost as much again.
     char real[PATH_MAX];
-    if (::fchdir(dir) != 0 || ::getcwd(real, sizeof real) == nullptr || real[0] != '/') return false;
-    Buf full;
-    full.add(real);
-    if (std::strcmp(real, "/") != 0) full.add("/");
-    full.add(name, len);
-    if (!full.ok) return false;
-    // The list cannot refuse it (its last name is in none of the list's paths).
-    if (depth_refused(*t.state, full.s, is_open ? GuardMade::other : GuardMade::new_dir)) {
-      reply(listener, req.id, EACCES);
-      return true;
+    if (::fchdir(dir) != 0) return false;
+    if (::syscall(SYS_getcwd, real, sizeof real) > 0 && real[0] == '/') {
+      Buf full;
+      full.add(real);
+      if (std::strcmp(real, "/") != 0) full.add("/");
+      full.add(name, len);
+      // The list cannot refuse it (its last name is in none of the list's paths).
+      if (full.ok && depth_refused(*t.state, full.s, is_open ? GuardMade::other : GuardMade::new_dir)) {
+        reply(listener, req.id, EACCES);
+        return true;
+      }
+    } else if ((errno != ENAMETOOLONG && errno != ERANGE) || deep_first_name(st, name)) {
+      return false;  // the full way refuses a first name there
     }
     at = dir;
     path = name;
