@@ -1,6 +1,7 @@
 // `zerobox snapshot SUBCOMMAND` (CLI.md "Snapshot subcommands"): list, show, diff,
 // accept, discard, restore and clean. Exit status: 0 done, 1 refused or failed (a
-// conflict, an unknown id, a session in the wrong state), 2 usage error.
+// conflict, an unknown id, a session in the wrong state), 2 usage error, 125 the store
+// cannot be opened (no HOME, a journal that is not one, a running sandbox could write it).
 #include <time.h>
 #include <unistd.h>
 
@@ -17,6 +18,7 @@
 #include "snapshot/apply.hpp"
 #include "snapshot/diff.hpp"
 #include "snapshot/journal.hpp"
+#include "store/registry.hpp"
 #include "store/store.hpp"
 #include "util/error.hpp"
 #include "util/log.hpp"
@@ -73,11 +75,22 @@ struct Ctx {
   std::string cwd;
 };
 
+// The store cannot be opened: the machine's state, exit 125.
+struct StoreUnavailable {
+  std::string message;
+};
+
+// Throws StoreUnavailable when the store cannot be opened; recovery's errors are returned.
 Result<store::Store> open_store(const Ctx& ctx) {
   auto loc = store::Store::location(ctx.env);
-  if (!loc) return std::unexpected(loc.error());
-  auto st = store::Store::open(*loc);
-  if (!st) return st;
+  if (!loc) throw StoreUnavailable{loc.error().message()};
+  // Listed in the user's registry, so that every sandbox masks it, and refused while a
+  // running sandbox could write it.
+  std::string no_registry;
+  auto registry = store::user_registry(ctx.env, no_registry);
+  if (!registry) log::debug("store registry: none (" + no_registry + ")");
+  auto st = store::Store::open(*loc, registry ? &*registry : nullptr);
+  if (!st) throw StoreUnavailable{st.error().message()};
   auto recovered = snapshot::recover_interrupted(*st);
   if (!recovered) return std::unexpected(recovered.error());
   return st;
@@ -421,6 +434,9 @@ int snapshot_main(const std::vector<std::string>& args, const std::vector<std::s
     if (discard->parsed()) return cmd_discard(ctx, id);
     if (restore->parsed()) return cmd_restore(ctx, id, force);
     if (clean->parsed()) return cmd_clean(ctx, older);
+  } catch (const StoreUnavailable& e) {
+    log::error(e.message);
+    return k_exit_setup;
   } catch (const SetupError& e) {
     log::error(e.message);
     return k_failed;

@@ -28,6 +28,7 @@
 #include "policy/policy.hpp"
 #include "snapshot/apply.hpp"
 #include "snapshot/journal.hpp"
+#include "store/registry.hpp"
 #include "store/store.hpp"
 #include "util/log.hpp"
 #include "util/path.hpp"
@@ -198,7 +199,8 @@ struct SnapshotRun {
 };
 
 // Opens the store and records a session in state running, locked by this process.
-zb::Result<void> start_session(SnapshotRun& run, const Policy& p, const zb::policy::FsRules& fs, const std::string& store_dir) {
+zb::Result<void> start_session(SnapshotRun& run, const Policy& p, const zb::policy::FsRules& fs, const std::string& store_dir,
+                               zb::store::Registry* registry) {
   for (const auto& t : fs.tracked) {
     if (!p.snapshot_everything && zb::path::is_under(store_dir, t)) {
       return zb::fail_msg("the snapshot store " + log::quote(store_dir) + " lies inside the tracked path " + log::quote(t) +
@@ -213,7 +215,7 @@ zb::Result<void> start_session(SnapshotRun& run, const Policy& p, const zb::poli
   }
   auto excludes = zb::snapshot::Excludes::compile(p.snapshot_exclude);
   if (!excludes) return std::unexpected(excludes.error());
-  auto st = zb::store::Store::open(store_dir);
+  auto st = zb::store::Store::open(store_dir, registry);
   if (!st) return std::unexpected(st.error());
   run.store.emplace(std::move(*st));
   auto recovered = zb::snapshot::recover_interrupted(*run.store);
@@ -356,7 +358,8 @@ int run_prestarted(Policy p, const std::vector<std::string>& environ, RunOptions
   if (auto r = placeholders.create(fs.placeholders); !r) return setup_failed(status, r.error().message());
   auto mounts = zb::overlay::read_mount_table();
   if (!mounts) return setup_failed(status, mounts.error().message());
-  // The store is never visible inside a sandbox, snapshot run or not.
+  // No store is ever visible inside a sandbox, snapshot run or not: neither the current
+  // one, nor any in this user's registry, nor the registry (store/registry.hpp).
   std::string store_dir;
   if (auto loc = zb::store::Store::location(environ); loc) {
     auto canon = zb::path::canonicalize(*loc);
@@ -364,6 +367,9 @@ int run_prestarted(Policy p, const std::vector<std::string>& environ, RunOptions
   } else if (p.snapshot != SnapshotMode::Off) {
     return setup_failed(status, loc.error().message());
   }
+  std::string no_registry;
+  auto registry = zb::store::user_registry(environ, no_registry);
+  if (!registry) log::debug("store registry: none (" + no_registry + ")");
   SnapshotRun snap;
   if (p.snapshot != SnapshotMode::Off) {
     // A tracked directory is an overlay's lower layer, and overlayfs takes none with mounts
@@ -376,11 +382,47 @@ int run_prestarted(Policy p, const std::vector<std::string>& environ, RunOptions
                                         "namespace: track a directory without mounts below (--snapshot-path), or unmount it");
       }
     }
-    if (auto r = start_session(snap, p, fs, store_dir); !r) return setup_failed(status, r.error().message());
+    if (auto r = start_session(snap, p, fs, store_dir, registry ? &*registry : nullptr); !r) {
+      return setup_failed(status, r.error().message());
+    }
+  }
+  std::optional<zb::store::Registry::Entry> run_record;  // removed when run() returns, after the sandbox
+  std::optional<zb::store::Registry::Lock> registry_lock;  // from reading the stores to the record
+  if (registry) {
+    auto locked = registry->lock();
+    if (!locked) return setup_failed(status, locked.error().message());
+    registry_lock.emplace(std::move(*locked));
+    // A store location that is not there yet would be the command's to make, journal and
+    // all, wherever it can write: it is made now, so that it can be masked. A mask is a
+    // mount, which holds whatever the kernel offers, where guarding an absent path needs
+    // the create guard. One this user cannot make, no sandbox of theirs can either.
+    auto stores = registry->stores(*registry_lock);
+    if (!stores) return setup_failed(status, stores.error().message());
+    bool listed = store_dir == registry->dir() || std::find(stores->begin(), stores->end(), store_dir) != stores->end();
+    if (!snap.active && !store_dir.empty() && (!listed || zb::path::kind_of(store_dir) != zb::path::Kind::Directory)) {
+      if (auto r = registry->admit_store(*registry_lock, store_dir); !r && r.error().err == 0) {
+        return setup_failed(status, r.error().message());
+      }
+    }
+    for (const auto& s : *stores) {
+      struct stat st {};
+      if (::lstat(s.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) zb::policy::mask_where_shown(fs, s);
+    }
+    zb::policy::mask_where_shown(fs, registry->dir());
+  }
+  if (!store_dir.empty()) {
     auto canon = zb::path::canonicalize(store_dir);
     if (canon && canon->exists) store_dir = canon->path;
+    if (zb::path::kind_of(store_dir) == zb::path::Kind::Directory) zb::policy::mask_where_shown(fs, store_dir);
   }
-  if (!store_dir.empty() && zb::path::kind_of(store_dir) == zb::path::Kind::Directory) zb::policy::mask_where_shown(fs, store_dir);
+  if (registry) {
+    // A store opened from now on sees this record; one listed before is masked above.
+    zb::store::RunRecord rec{.writable = zb::policy::writable_roots(fs), .masked = fs.masked};
+    auto entry = registry->record_run(*registry_lock, std::move(rec));
+    if (!entry) return setup_failed(status, entry.error().message());
+    run_record.emplace(std::move(*entry));
+    registry_lock.reset();
+  }
   zb::overlay::PlanOptions plan_opts{.uid0_is_host_root = ::geteuid() == 0};
   if (snap.active) {
     plan_opts.session_dir = snap.store->session_dir(snap.session.id);

@@ -785,6 +785,17 @@ void mask_where_shown(FsRules& fs, const std::string& dir) {
   fs.masked.push_back(dir);
 }
 
+std::vector<std::string> writable_roots(const FsRules& fs) {
+  if (fs.write_all) return fs.read_restricted ? fs.readable : std::vector<std::string>{"/"};
+  std::vector<std::string> out = fs.writable;
+  out.insert(out.end(), fs.tracked.begin(), fs.tracked.end());
+  if (fs.tmp_writable) out.emplace_back("/tmp");
+  if (fs.var_tmp_writable) out.emplace_back("/var/tmp");
+  if (fs.shm_writable) out.emplace_back("/dev/shm");
+  sort_unique(out);
+  return out;
+}
+
 std::vector<std::string> bound_unix_sockets(const std::string& proc_net_unix) {
   // "Num RefCount Protocol Flags Type St Inode Path": the path, when there is one, is the
   // rest of the line after the seventh field. Abstract names start with '@', and paths

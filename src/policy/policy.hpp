@@ -95,6 +95,12 @@ FsRules compute_fs(const zerobox::Policy& p, const Caller& caller);
 // and no mount point for a mask.
 void mask_where_shown(FsRules& fs, const std::string& dir);
 
+// The host paths a sandbox with this view can write, over-approximated: the writable and
+// tracked paths and the host's /tmp, /var/tmp, /dev/shm where they are shared; with a bare
+// --allow-write, "/" (or every readable root under --allow-read). What the store registry
+// records of a run (store/registry.hpp).
+std::vector<std::string> writable_roots(const FsRules& fs);
+
 // The absolute paths of the unix sockets bound in this network namespace, as listed by the
 // kernel in /proc/net/unix (sorted, unique).
 std::vector<std::string> bound_unix_sockets(const std::string& proc_net_unix = "/proc/net/unix");

@@ -763,6 +763,49 @@ std::string shown_session(const store::Session& s) {
   return (s.kind == store::SessionKind::Restore && s.parent ? *s.parent : s.id).substr(0, 12);
 }
 
+// A journal is only applied when its rows fit its session: every tracked root is an
+// absolute normalised path, every row's path a normalised path strictly inside one of
+// them, and every blob a row names is in the store. A store rewritten outside zerobox
+// (a sandbox that could write it) fails here, before anything is written; the blobs'
+// contents are checked against their hashes later, right before the writes.
+Result<void> validate_journal(store::Store& store, const store::Session& s, const std::vector<Change>& changes) {
+  std::string where = "session " + shown_session(s) + ": the journal does not match ";
+  const std::string tail = ", so it was changed outside zerobox; nothing was changed";
+  for (const auto& r : s.roots) {
+    if (r.empty() || r.front() != '/' || path::normalize(r) != r) {
+      return fail_msg(where + "its tracked paths: " + log::quote(r) + " is not an absolute normalised path" + tail);
+    }
+  }
+  std::set<std::string> seen_blobs;
+  for (const auto& c : changes) {
+    bool inside = c.path.size() > 1 && c.path.front() == '/' && path::normalize(c.path) == c.path &&
+                  std::any_of(s.roots.begin(), s.roots.end(), [&](const std::string& r) { return c.path != r && path::is_under(c.path, r); });
+    if (!inside) {
+      return fail_msg(where + "its tracked paths: change " + std::to_string(c.seq) + " is for " + log::quote(c.path) +
+                      ", outside every tracked path of the session" + tail);
+    }
+    for (const auto* b : {&c.old_blob, &c.new_blob}) {
+      if (!*b || (*b)->empty() || !seen_blobs.insert(**b).second) continue;
+      bool present = store::valid_id(**b);
+      if (present) {
+        auto info = store.blob_info(**b);
+        if (!info) return std::unexpected(info.error());
+        present = info->has_value();
+      }
+      if (present) {
+        auto fd = store.open_blob(**b);
+        if (!fd && fd.error().err != ENOENT) return std::unexpected(fd.error());
+        present = fd.has_value();
+      }
+      if (!present) {
+        return fail_msg(where + "its blobs: change " + std::to_string(c.seq) + " (" + log::quote(c.path) + ") names blob " +
+                        log::quote(**b) + ", which the store does not hold" + tail);
+      }
+    }
+  }
+  return {};
+}
+
 // Check, optionally capture, then apply every change of a session. The caller holds the
 // session's lock and records the outcome.
 // `begin` runs once the checks passed, right before the first write: it records the
@@ -775,6 +818,7 @@ Result<ApplyReport> apply_changes(store::Store& store, const store::Session& s, 
   ApplyReport report;
   auto changes = store.changes(s.id);
   if (!changes) return std::unexpected(changes.error());
+  if (auto r = validate_journal(store, s, *changes); !r) return std::unexpected(r.error());
   SessionPolicy policy = SessionPolicy::from_json(s.policy.value_or(""));
   Tree tree(s.roots);
   std::vector<Checked> checked;
@@ -1027,6 +1071,7 @@ Result<ApplyReport> restore_session(store::Store& store, const std::string& id, 
   }
   auto changes = store.changes(id);
   if (!changes) return std::unexpected(changes.error());
+  if (auto r = validate_journal(store, s, *changes); !r) return std::unexpected(r.error());
 
   store::NewSession ns;
   ns.kind = store::SessionKind::Restore;

@@ -16,6 +16,9 @@ namespace zb::store::detail {
 // n random bytes from getrandom(2) as 2n lowercase hex digits.
 Result<std::string> random_hex(std::size_t n);
 
+// mkdir -p with mode 0700 for every directory it creates.
+Result<void> make_dirs(const std::string& dir);
+
 // CLOCK_REALTIME in nanoseconds.
 std::int64_t now_ns();
 

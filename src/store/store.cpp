@@ -20,6 +20,7 @@
 
 #include "policy/policy.hpp"
 #include "store/internal.hpp"
+#include "store/registry.hpp"
 #include "store/sqlite.hpp"
 #include "util/log.hpp"
 #include "util/path.hpp"
@@ -88,18 +89,6 @@ std::optional<std::vector<std::string>> decode_list(const std::string& text) {
 }
 
 // --- Filesystem -------------------------------------------------------------------
-
-// mkdir -p with mode 0700 for every directory it creates.
-Result<void> make_dirs(const std::string& dir) {
-  std::size_t pos = 0;
-  while (pos != std::string::npos) {
-    pos = dir.find('/', pos + 1);
-    std::string prefix = dir.substr(0, pos);
-    if (prefix.empty()) continue;
-    if (::mkdir(prefix.c_str(), 0700) != 0 && errno != EEXIST) return fail("mkdir " + prefix);
-  }
-  return {};
-}
 
 Result<UniqueFd> open_subdir(int parent, const std::string& name, const std::string& shown, bool create) {
   if (create && ::mkdirat(parent, name.c_str(), 0700) != 0 && errno != EEXIST) return fail("mkdir " + shown);
@@ -373,6 +362,17 @@ Result<std::string> random_hex(std::size_t n) {
   return out;
 }
 
+Result<void> make_dirs(const std::string& dir) {
+  std::size_t pos = 0;
+  while (pos != std::string::npos) {
+    pos = dir.find('/', pos + 1);
+    std::string prefix = dir.substr(0, pos);
+    if (prefix.empty()) continue;
+    if (::mkdir(prefix.c_str(), 0700) != 0 && errno != EEXIST) return fail("mkdir " + prefix);
+  }
+  return {};
+}
+
 std::int64_t now_ns() {
   timespec ts{};
   ::clock_gettime(CLOCK_REALTIME, &ts);
@@ -397,16 +397,31 @@ Result<std::string> Store::location(const std::vector<std::string>& environ) {
     if (v.front() != '/') return fail_msg("ZEROBOX_HOME must be an absolute path, not " + in_quotes(v));
     return v;
   }
+  return default_location(environ);
+}
+
+Result<std::string> Store::default_location(const std::vector<std::string>& environ) {
+  auto get = [&](std::string_view key) -> std::string {
+    return policy::find_env(environ, key).value_or("");
+  };
   if (auto v = get("XDG_STATE_HOME"); !v.empty() && v.front() == '/') return v + "/zerobox";
   if (auto v = get("HOME"); !v.empty() && v.front() == '/') return v + "/.local/state/zerobox";
   return fail_msg("cannot find the store: set ZEROBOX_HOME, XDG_STATE_HOME or HOME to an absolute path");
 }
 
-Result<Store> Store::open(const std::string& dir) {
+Result<Store> Store::open(const std::string& dir, Registry* registry) {
   Store s;
   s.m_dir = dir;
   while (s.m_dir.size() > 1 && s.m_dir.back() == '/') s.m_dir.pop_back();
-  if (auto r = make_dirs(s.m_dir); !r) return std::unexpected(r.error());
+  if (registry) {
+    // Under the registry's lock: a run that starts later masks the store; one that is
+    // running now is in running/, and is checked.
+    auto lock = registry->lock();
+    if (!lock) return std::unexpected(lock.error());
+    if (auto r = registry->admit_store(*lock, s.m_dir); !r) return std::unexpected(r.error());
+  } else if (auto r = detail::make_dirs(s.m_dir); !r) {
+    return std::unexpected(r.error());
+  }
   // The store directory itself may be a symlink the user chose; nothing below it is
   // followed.
   s.m_dir_fd.reset(::open(s.m_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));

@@ -109,6 +109,8 @@ struct sqlite3;
 
 namespace zb::store {
 
+class Registry;
+
 inline constexpr int k_schema_version = 2;
 
 enum class SessionKind { Run, Restore };
@@ -249,12 +251,17 @@ class Store {
   // unset, and a relative XDG_STATE_HOME is ignored (XDG Base Directory spec). Fails
   // when ZEROBOX_HOME is relative or no HOME is usable. No system calls.
   static Result<std::string> location(const std::vector<std::string>& environ);
+  // The same without ZEROBOX_HOME: the user's default store, which holds the registry of
+  // all their stores (store/registry.hpp).
+  static Result<std::string> default_location(const std::vector<std::string>& environ);
 
   // Opens the store at dir, creating it (and missing parents, mode 0700), journal.db,
   // blobs/ and sessions/ as needed, and creating or migrating the schema. A journal that
   // is not a SQLite database, or has a newer schema than this build knows, is an error
-  // naming the file.
-  static Result<Store> open(const std::string& dir);
+  // naming the file. With a registry, the store is listed there first, and refused (an
+  // error naming the sandbox, before anything is made) while a running sandbox could
+  // write it (Registry::check_reach).
+  static Result<Store> open(const std::string& dir, Registry* registry = nullptr);
 
   Store(Store&&) noexcept;
   Store& operator=(Store&&) noexcept;
