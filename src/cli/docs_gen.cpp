@@ -318,7 +318,8 @@ The command was found but could not be executed.
 The command was not found.
 .PP
 \fBzerobox snapshot\fR exits 0 when done, 1 when refused or failed (a conflict, an
-unknown or ambiguous id, a session in the wrong state), 2 on a usage error.
+unknown or ambiguous id, a session in the wrong state), 2 on a usage error, 125 when
+a running sandbox could write the store.
 .SH ENVIRONMENT
 .TP
 .B ZEROBOX_HOME
@@ -326,7 +327,8 @@ The store (journal, blobs and session layers); an absolute path.
 .TP
 .B XDG_STATE_HOME
 Without \fBZEROBOX_HOME\fR, the store is \fI$XDG_STATE_HOME/zerobox\fR, else
-\fI~/.local/state/zerobox\fR.
+\fI~/.local/state/zerobox\fR. That directory, whatever \fBZEROBOX_HOME\fR says, also
+holds the registry of the user's stores.
 .TP
 .B XDG_CONFIG_HOME
 Profiles named with \fB\-\-profile\fR=\fINAME\fR are read from
@@ -354,6 +356,12 @@ File contents by XXH3\-128 hash, shared between sessions.
 .TP
 .I $ZEROBOX_HOME/sessions/ID/
 The overlay layers of a session while it runs or is pending.
+.TP
+.I ~/.local/state/zerobox/stores
+The registry: every store zerobox opened (NUL\-separated), each masked in every
+sandbox; \fIrunning/\fR beside it holds one record per running sandbox, and a store
+that one of them could write is refused. Under \fI$XDG_STATE_HOME/zerobox/\fR when that
+is set.
 .TP
 .I ~/.config/zerobox/NAME.toml
 A profile: the long option names as keys, e.g. \fBallow\-write = ["build"]\fR.

@@ -1,7 +1,7 @@
 // `zerobox snapshot SUBCOMMAND` (CLI.md "Snapshot subcommands"): list, show, diff,
 // accept, discard, restore and clean. Exit status: 0 done, 1 refused or failed (a
-// conflict, an unknown id, a session in the wrong state), 2 usage error, 125 the store
-// cannot be opened (no HOME, a journal that is not one, a running sandbox could write it).
+// conflict, an unknown id, a session in the wrong state), 2 usage error, 125 a running
+// sandbox could write the store.
 #include <time.h>
 #include <unistd.h>
 
@@ -75,22 +75,30 @@ struct Ctx {
   std::string cwd;
 };
 
-// The store cannot be opened: the machine's state, exit 125.
-struct StoreUnavailable {
+// A running sandbox could write the store: the machine's state, exit 125.
+struct StoreReachable {
   std::string message;
 };
 
-// Throws StoreUnavailable when the store cannot be opened; recovery's errors are returned.
+// Throws StoreReachable when a running sandbox could write the store.
 Result<store::Store> open_store(const Ctx& ctx) {
   auto loc = store::Store::location(ctx.env);
-  if (!loc) throw StoreUnavailable{loc.error().message()};
+  if (!loc) return std::unexpected(loc.error());
   // Listed in the user's registry, so that every sandbox masks it, and refused while a
   // running sandbox could write it.
   std::string no_registry;
-  auto registry = store::user_registry(ctx.env, no_registry);
-  if (!registry) log::debug("store registry: none (" + no_registry + ")");
-  auto st = store::Store::open(*loc, registry ? &*registry : nullptr);
-  if (!st) throw StoreUnavailable{st.error().message()};
+  if (auto registry = store::user_registry(ctx.env, no_registry)) {
+    auto lock = registry->lock();
+    if (!lock) return std::unexpected(lock.error());
+    if (auto r = registry->admit_store(*lock, *loc); !r) {
+      if (r.error().err == 0) throw StoreReachable{r.error().message()};
+      return std::unexpected(r.error());
+    }
+  } else {
+    log::debug("store registry: none (" + no_registry + ")");
+  }
+  auto st = store::Store::open(*loc);
+  if (!st) return st;
   auto recovered = snapshot::recover_interrupted(*st);
   if (!recovered) return std::unexpected(recovered.error());
   return st;
@@ -434,7 +442,7 @@ int snapshot_main(const std::vector<std::string>& args, const std::vector<std::s
     if (discard->parsed()) return cmd_discard(ctx, id);
     if (restore->parsed()) return cmd_restore(ctx, id, force);
     if (clean->parsed()) return cmd_clean(ctx, older);
-  } catch (const StoreUnavailable& e) {
+  } catch (const StoreReachable& e) {
     log::error(e.message);
     return k_exit_setup;
   } catch (const SetupError& e) {
