@@ -319,7 +319,7 @@ The command was not found.
 .PP
 \fBzerobox snapshot\fR exits 0 when done, 1 when refused or failed (a conflict, an
 unknown or ambiguous id, a session in the wrong state), 2 on a usage error, 125 when
-a running sandbox could write the store.
+a running sandbox could write the store, or it would hold the store registry.
 .SH ENVIRONMENT
 .TP
 .B ZEROBOX_HOME

@@ -75,12 +75,13 @@ struct Ctx {
   std::string cwd;
 };
 
-// A running sandbox could write the store: the machine's state, exit 125.
-struct StoreReachable {
+// The registry refuses the store (a running sandbox could write it, or it would hold the
+// registry): the machine's state, exit 125.
+struct StoreRefused {
   std::string message;
 };
 
-// Throws StoreReachable when a running sandbox could write the store.
+// Throws StoreRefused when the registry refuses the store.
 Result<store::Store> open_store(const Ctx& ctx) {
   auto loc = store::Store::location(ctx.env);
   if (!loc) return std::unexpected(loc.error());
@@ -91,7 +92,7 @@ Result<store::Store> open_store(const Ctx& ctx) {
     auto lock = registry->lock();
     if (!lock) return std::unexpected(lock.error());
     if (auto r = registry->admit_store(*lock, *loc); !r) {
-      if (r.error().err == 0) throw StoreReachable{r.error().message()};
+      if (r.error().err == 0) throw StoreRefused{r.error().message()};
       return std::unexpected(r.error());
     }
   } else {
@@ -442,7 +443,7 @@ int snapshot_main(const std::vector<std::string>& args, const std::vector<std::s
     if (discard->parsed()) return cmd_discard(ctx, id);
     if (restore->parsed()) return cmd_restore(ctx, id, force);
     if (clean->parsed()) return cmd_clean(ctx, older);
-  } catch (const StoreReachable& e) {
+  } catch (const StoreRefused& e) {
     log::error(e.message);
     return k_exit_setup;
   } catch (const SetupError& e) {

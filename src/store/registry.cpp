@@ -284,6 +284,12 @@ Result<void> Registry::check_reach(const Lock&, const std::string& dir) {
 Result<void> Registry::admit_store(const Lock& lock, const std::string& dir) {
   auto canon = path::canonicalize(dir);
   if (!canon) return std::unexpected(canon.error());
+  // Listed, it would be masked in every run from now on: a store of HOME (or of /) would
+  // take HOME away from every sandbox.
+  if (canon->path != m_dir && path::is_under(m_dir, canon->path)) {
+    return fail_msg("the store " + log::quote(canon->path) + " would hold the store registry " + log::quote(m_dir) +
+                    ": give the store a directory of its own");
+  }
   if (auto r = check_reach(lock, canon->path); !r) return r;
   if (!canon->exists) {
     if (auto r = detail::make_dirs(dir); !r) return r;

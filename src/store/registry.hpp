@@ -132,8 +132,9 @@ class Registry {
   Result<void> check_reach(const Lock&, const std::string& dir);
   // Lists dir (canonical) among the stores, unless it is there or is the registry itself.
   Result<void> add_store(const Lock&, const std::string& dir);
-  // check_reach, then makes dir (and its parents, mode 0700) and lists it. A refusal has
-  // err 0; a failure to make the directory keeps its errno.
+  // check_reach, then makes dir (and its parents, mode 0700) and lists it. A directory
+  // that holds the registry (HOME, /) is refused too. A refusal has err 0; a failure to
+  // make the directory keeps its errno.
   Result<void> admit_store(const Lock&, const std::string& dir);
 
   // Records a running sandbox (r.pid and r.start_time are filled in from this process).

@@ -88,6 +88,9 @@ TEST_CASE("Registry: stores are listed once, the registry itself never, vanished
   std::filesystem::remove(t / "s1");
   REQUIRE(reg.add_store(*lock, s2));
   CHECK(*reg.stores(*lock) == std::vector<std::string>{s2});
+  // A store that would hold the registry (HOME, /) is refused: every run would mask it.
+  CHECK_FALSE(reg.admit_store(*lock, t.path()));
+  CHECK_FALSE(reg.admit_store(*lock, "/"));
   // admit_store makes a missing store directory and lists it.
   REQUIRE(reg.admit_store(*lock, t / "s3/deeper"));
   CHECK(std::filesystem::is_directory(t / "s3/deeper"));
