@@ -220,11 +220,27 @@ Result<std::string> read_link_at(int dirfd, const std::string& name, const std::
   return buf;
 }
 
-// True when the target is at state s. `setuid_stripped`: compare the mode accept writes.
-Result<bool> at_state(store::Store& store, Tree& tree, const std::string& p, const Observed& o, const State& s, bool written) {
+// The user.* xattrs of an encoded set (those a command may set, util::XattrScope::Carried);
+// nullopt when none were recorded.
+std::optional<util::Xattrs> carried_of(const std::optional<std::string>& encoded) {
+  if (!encoded) return std::nullopt;
+  auto x = store::decode_xattrs(*encoded);
+  if (!x) return std::nullopt;
+  std::erase_if(*x, [](const auto& kv) { return !kv.first.starts_with("user.") || kv.first.starts_with("user.overlay."); });
+  return x;
+}
+
+// True when the change's two sides differ in their user.* xattrs: then a target is at a
+// side only when its xattrs are too (a setfattr alone changes nothing else).
+bool xattrs_distinguish(const State& before, const State& after) {
+  auto b = carried_of(before.xattrs);
+  auto a = carried_of(after.xattrs);
+  return b && a && *b != *a;
+}
+
+Result<bool> at_state_stat(store::Store& store, Tree& tree, const std::string& p, const Observed& o, const State& s) {
   if (!s.type) return !o.exists;
   if (!o.exists || o.type != s.type) return false;
-  (void)written;
   std::uint32_t want = s.mode & 07777u;
   std::uint32_t have = o.st.st_mode & 07777u;
   switch (*s.type) {
@@ -250,6 +266,19 @@ Result<bool> at_state(store::Store& store, Tree& tree, const std::string& p, con
     }
     default: return have == want;
   }
+}
+
+// True when the target is at state s; `with_xattrs`: its user.* xattrs must match too.
+Result<bool> at_state(store::Store& store, Tree& tree, const std::string& p, const Observed& o, const State& s, bool with_xattrs) {
+  auto at = at_state_stat(store, tree, p, o, s);
+  if (!at || !*at || !with_xattrs || !s.type) return at;
+  auto want = carried_of(s.xattrs);
+  if (!want) return at;
+  auto par = tree.parent(p);
+  if (!par) return std::unexpected(par.error());
+  auto have = util::read_xattrs(par->fd, par->name, util::XattrScope::Carried);
+  if (!have) return std::unexpected(SysError{have.error().what + " (" + log::quote(p) + ")", have.error().err});
+  return *have == *want;
 }
 
 enum class Where { Before, After, Conflict };
@@ -281,7 +310,8 @@ Result<Checked> check(store::Store& store, Tree& tree, const Change& c) {
   ch.now = *o;
   State after = side(c, true);
   State before = side(c, false);
-  auto is_after = at_state(store, tree, c.path, *o, after, true);
+  bool with_xattrs = xattrs_distinguish(before, after);
+  auto is_after = at_state(store, tree, c.path, *o, after, with_xattrs);
   if (!is_after) return std::unexpected(is_after.error());
   if (*is_after) {
     // A mode-only change of a directory is "after" only once the mode is right.
@@ -293,7 +323,7 @@ Result<Checked> check(store::Store& store, Tree& tree, const Change& c) {
     ch.where = Where::After;
     return ch;
   }
-  auto is_before = at_state(store, tree, c.path, *o, before, false);
+  auto is_before = at_state(store, tree, c.path, *o, before, with_xattrs);
   if (!is_before) return std::unexpected(is_before.error());
   if (*is_before) {
     ch.where = Where::Before;

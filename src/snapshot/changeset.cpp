@@ -128,6 +128,16 @@ Result<std::string> xattrs_of(int dir_fd, const char* name, util::XattrScope sco
   return store::encode_xattrs(*x);
 }
 
+// Whether the xattrs a command may set (XattrScope::Carried) differ between the two: a
+// setfattr changes neither content, mode nor owner, and is a change all the same.
+Result<bool> carried_xattrs_differ(int upper, int lower, const char* name, const std::string& path) {
+  auto u = util::read_xattrs(upper, name, util::XattrScope::Carried);
+  if (!u) return std::unexpected(SysError{u.error().what + " (upper " + path + ")", u.error().err});
+  auto l = util::read_xattrs(lower, name, util::XattrScope::Carried);
+  if (!l) return std::unexpected(SysError{l.error().what + " (lower " + path + ")", l.error().err});
+  return *u != *l;
+}
+
 std::int64_t ctime_ns(const struct stat& st) {
   return static_cast<std::int64_t>(st.st_ctim.tv_sec) * 1'000'000'000 +
          static_cast<std::int64_t>(st.st_ctim.tv_nsec);
@@ -369,7 +379,10 @@ class Walker {
       } else if (!same_attrs(ust, *lst)) {
         sc.change.kind = ChangeKind::ModeChanged;
       } else {
-        return true;  // a copy-up that changed nothing visible
+        auto x = carried_xattrs_differ(upper, lower, name, path);
+        if (!x) return std::unexpected(x.error());
+        if (!*x) return true;  // a copy-up that changed nothing visible
+        sc.change.kind = ChangeKind::ModeChanged;
       }
     }
     if (auto r = fill_old(sc.change, lower, name, "lower " + path, *lst, std::move(old_link)); !r) return std::unexpected(r.error());
@@ -386,7 +399,13 @@ class Walker {
     ScannedChange sc;
     sc.change.path = path;
     if (lst && S_ISDIR(lst->st_mode)) {
-      if (!same_attrs(ust, *lst)) {
+      bool changed = !same_attrs(ust, *lst);
+      if (!changed) {
+        auto x = carried_xattrs_differ(upper, lower, name, path);
+        if (!x) return std::unexpected(x.error());
+        changed = *x;
+      }
+      if (changed) {
         sc.change.kind = ChangeKind::ModeChanged;
         if (auto r = fill_old(sc.change, lower, name, "lower " + path, *lst, std::nullopt); !r) return r;
         if (auto r = fill_new(sc, upper, name, "upper " + path, ust, std::nullopt); !r) return r;

@@ -16,12 +16,14 @@
 //   same type as the lower, content differs      `modified` (regular files: size, then the
 //   (bytes, symlink target, device number)       bytes; symlinks: the target)
 //   same type, same content, other permission    `mode_changed`
-//   bits, uid or gid
-//   same type, content, mode and owner           nothing: a copy-up that changed nothing
-//                                                (mtime and xattrs alone are not changes)
+//   bits, uid or gid, or other user.* xattrs
+//   (util::XattrScope::Carried)
+//   same type, content, mode, owner and user.*   nothing: a copy-up that changed nothing
+//   xattrs                                       (an mtime alone is not a change)
 //   another type than the lower                  `type_changed`
-//   a directory present in both                  `mode_changed` if its mode or owner
-//                                                changed, else nothing; then recursed into
+//   a directory present in both                  `mode_changed` if its mode, owner or
+//                                                user.* xattrs changed, else nothing; then
+//                                                recursed into
 //
 // Every reported side carries its xattrs (Change::old_xattrs: every one readable, from the
 // lower entry; new_xattrs: user.* other than user.overlay.*, util::XattrScope::Carried);

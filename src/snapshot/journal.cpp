@@ -25,6 +25,17 @@ using store::FileType;
 
 namespace {
 
+// Whether a change's new side holds other user.* xattrs (those a command may set,
+// util::XattrScope::Carried) than its old side.
+bool carried_xattrs_changed(const Change& c) {
+  if (!c.old_xattrs || !c.new_xattrs) return false;
+  auto old_x = store::decode_xattrs(*c.old_xattrs);
+  auto new_x = store::decode_xattrs(*c.new_xattrs);
+  if (!old_x || !new_x) return true;
+  std::erase_if(*old_x, [](const auto& kv) { return !kv.first.starts_with("user.") || kv.first.starts_with("user.overlay."); });
+  return *old_x != *new_x;
+}
+
 // Paths are bytes; JSON wants UTF-8. Non-UTF-8 paths are rare enough in policies that
 // the store's own encoding of lists (base64 objects) is not worth repeating here:
 // invalid bytes are replaced, and such a path simply protects nothing.
@@ -200,7 +211,8 @@ Result<JournalStats> journal_session(store::Store& store, const store::Session& 
       if (c.new_type && *c.new_type != FileType::Directory && c.new_mode && (*c.new_mode & 06000u) != 0) {
         log::warning("dropped the setuid/setgid bits of " + log::quote(abs));
         *c.new_mode &= ~06000u;
-        if (c.kind == store::ChangeKind::ModeChanged && c.new_mode == c.old_mode && c.new_uid == c.old_uid && c.new_gid == c.old_gid) {
+        if (c.kind == store::ChangeKind::ModeChanged && c.new_mode == c.old_mode && c.new_uid == c.old_uid && c.new_gid == c.old_gid &&
+            !carried_xattrs_changed(c)) {
           return {};
         }
       }

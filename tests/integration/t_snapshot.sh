@@ -722,6 +722,32 @@ expect_eq "$(xattr_list "$X2/old")" "user.o=w" "x2: …of a modified file"
 expect_eq "$(xattr_list "$X2/dir")" "user.d=x" "x2: …of a new directory"
 expect_eq "$(snap_artifacts "$X2")" "" "x2: no overlay xattr reaches the host"
 
+# x3. A change of xattrs alone (setfattr on an unchanged file or directory) is a change:
+# journaled, carried by accept, undone by restore.
+X3=$S/xattrs_only
+mkdir -p "$X3/dir" && echo same >"$X3/f"
+"$PY" -c 'import os,sys; [os.setxattr(p, "user.x", b"old") for p in sys.argv[1:]]' "$X3/f" "$X3/dir"
+x3s0=$(snap_state "$X3")
+zb_in "$X3" --review --allow-write="$X3" -- "$PY" -c '
+import os
+os.setxattr("f", "user.x", b"new")
+os.setxattr("f", "user.y", b"y")
+os.setxattr("dir", "user.x", b"dnew")'
+expect_rc 0 "x3: the command ran"
+x3id=$(snap_id)
+zb snapshot diff "$x3id" --name-status
+expect_eq "$(sorted "$OUT")" "$(sorted "M	dir
+M	f")" "x3: the xattr changes are journaled"
+zb snapshot accept "$x3id"
+expect_rc 0 "x3: accept"
+expect_eq "$(xattr_list "$X3/f")" "user.x=new user.y=y" "x3: accept carries a file's new xattrs"
+expect_eq "$(xattr_list "$X3/dir")" "user.x=dnew" "x3: …and a directory's"
+zb snapshot restore "$x3id"
+expect_rc 0 "x3: restore"
+expect_eq "$(xattr_list "$X3/f")" "user.x=old" "x3: restore brings back a file's old xattrs"
+expect_eq "$(xattr_list "$X3/dir")" "user.x=old" "x3: …and a directory's"
+snap_expect_state "$(snap_state "$X3")" "$x3s0" "x3: content, modes and mtimes are as before"
+
 # l1. Restore links again the host's hard links among the files it brings back.
 L1=$S/links_restore
 mkdir -p "$L1/sub"
