@@ -1,4 +1,4 @@
-// Helpers shared by store.cpp and blobs.cpp. Internal to src/store.
+// Helpers shared by store.cpp, blobs.cpp and registry.cpp. Internal to src/store.
 #pragma once
 
 #include <sqlite3.h>
@@ -21,6 +21,10 @@ Result<void> make_dirs(const std::string& dir);
 
 // CLOCK_REALTIME in nanoseconds.
 std::int64_t now_ns();
+
+// The names in directory `dir_fd` but "." and "..", in readdir order; `shown` names it in
+// errors. dir_fd stays open and unchanged (the listing reads a duplicate).
+Result<std::vector<std::string>> list_names(int dir_fd, const std::string& shown);
 
 // flock(LOCK_EX) on the blobs/ directory, held while blob files are created or deleted
 // and their rows changed (store.hpp, "On-disk format"). Taken before any SQLite write

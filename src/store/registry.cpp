@@ -1,7 +1,6 @@
 // The per-user registry of stores and running sandboxes; the format is in registry.hpp.
 #include "store/registry.hpp"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -248,19 +247,9 @@ Result<void> Registry::add_store(const Lock& lock, const std::string& dir) {
 }
 
 Result<void> Registry::check_reach(const Lock&, const std::string& dir) {
-  UniqueFd dup_fd(::openat(m_running_fd.get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!dup_fd) return fail("open " + m_dir + "/running");
-  std::unique_ptr<DIR, int (*)(DIR*)> d(::fdopendir(dup_fd.get()), ::closedir);
-  if (!d) return fail("opendir " + m_dir + "/running");
-  dup_fd.release();
-  std::vector<std::string> names;
-  errno = 0;
-  while (dirent* e = ::readdir(d.get())) {
-    std::string_view n = e->d_name;
-    if (n != "." && n != "..") names.emplace_back(n);
-  }
-  if (errno != 0) return fail("readdir " + m_dir + "/running");
-  for (const auto& name : names) {
+  auto names = detail::list_names(m_running_fd.get(), m_dir + "/running");
+  if (!names) return std::unexpected(names.error());
+  for (const auto& name : *names) {
     std::string shown = m_dir + "/running/" + name;
     auto bytes = read_at(m_running_fd.get(), name.c_str(), shown);
     if (!bytes) return std::unexpected(bytes.error());

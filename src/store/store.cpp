@@ -113,19 +113,9 @@ Result<void> remove_tree(int parent, const std::string& name, const std::string&
     }
     if (!fd) return fail("open " + shown);
     if ((st.st_mode & 0700) != 0700) (void)::fchmod(fd.get(), 0700);
-    UniqueFd dup_fd(::fcntl(fd.get(), F_DUPFD_CLOEXEC, 0));
-    if (!dup_fd) return fail("dup " + shown);
-    std::unique_ptr<DIR, int (*)(DIR*)> d(::fdopendir(dup_fd.get()), ::closedir);
-    if (!d) return fail("opendir " + shown);
-    dup_fd.release();
-    std::vector<std::string> names;
-    errno = 0;
-    while (dirent* e = ::readdir(d.get())) {
-      std::string_view n = e->d_name;
-      if (n != "." && n != "..") names.emplace_back(n);
-    }
-    if (errno != 0) return fail("readdir " + shown);
-    for (const auto& n : names) {
+    auto names = detail::list_names(fd.get(), shown);
+    if (!names) return std::unexpected(names.error());
+    for (const auto& n : *names) {
       if (auto r = remove_tree(fd.get(), n, shown + "/" + n); !r) return r;
     }
     if (::unlinkat(parent, name.c_str(), AT_REMOVEDIR) != 0 && errno != ENOENT) return fail("rmdir " + shown);
@@ -377,6 +367,23 @@ std::int64_t now_ns() {
   timespec ts{};
   ::clock_gettime(CLOCK_REALTIME, &ts);
   return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+Result<std::vector<std::string>> list_names(int dir_fd, const std::string& shown) {
+  // A duplicate shares the offset: rewind it, so that a listed fd can be listed again.
+  UniqueFd dup_fd(::openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!dup_fd) return fail("open " + shown);
+  std::unique_ptr<DIR, int (*)(DIR*)> d(::fdopendir(dup_fd.get()), ::closedir);
+  if (!d) return fail("opendir " + shown);
+  dup_fd.release();
+  std::vector<std::string> names;
+  errno = 0;
+  while (dirent* e = ::readdir(d.get())) {
+    std::string_view n = e->d_name;
+    if (n != "." && n != "..") names.emplace_back(n);
+  }
+  if (errno != 0) return fail("readdir " + shown);
+  return names;
 }
 
 }  // namespace detail
