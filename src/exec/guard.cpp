@@ -37,6 +37,7 @@ namespace {
 
 constexpr int k_max_hops = 40;  // symlinks followed for O_CREAT, as the kernel's MAXSYMLINKS
 constexpr int k_replied = INT_MIN;
+constexpr std::uint64_t k_tmpfile_flag = O_TMPFILE;  // with O_DIRECTORY
 
 // Room for a parent's real path (shorter than PATH_MAX, else too deep to be guarded), a
 // slash, a name and the NUL.
@@ -701,14 +702,29 @@ bool may_follow(int dir, const struct stat& link) {
   return link.st_uid == ::geteuid() || link.st_uid == d.st_uid;
 }
 
-// open, openat, creat: an fd of ours to hand over, -errno, or k_replied.
+// Whether an open with `flags` may change the file: write access, or O_TRUNC.
+bool writes(int flags) { return (flags & (O_ACCMODE | O_TRUNC)) != 0; }
+
+// Whether the file `fd` (of ours) is one the depth rule protects, by its real path.
+bool fd_refused(Target& t, int fd) {
+  if (t.state->list.n_names == 0) return false;
+  char real[PATH_MAX];
+  ssize_t n = ::readlink(SelfFd(fd).s, real, sizeof real - 1);
+  if (n <= 0 || static_cast<std::size_t>(n) >= sizeof real - 1 || real[0] != '/') return false;  // deeper than PATH_MAX, or not a path
+  real[n] = '\0';
+  return depth_refused(*t.state, real, GuardMade::other);
+}
+
+// open, openat, creat: an fd of ours to hand over, -errno, or k_replied. Without O_CREAT
+// (a write open, with the depth rule), it opens an existing file only.
 int do_open(Target& t, int listener, std::uint64_t id, int dirfd, char* path, int flags,
             mode_t mode, Made& made) {
   constexpr int k_ours = O_CLOEXEC | O_NOCTTY;
   // As Linux 6.4 and later answer before looking at the path: O_CREAT goes with neither
   // O_DIRECTORY nor the kernel's __O_TMPFILE bit (glibc's includes O_DIRECTORY).
   constexpr int k_tmpfile_bit = 020000000;
-  if ((flags & (O_DIRECTORY | k_tmpfile_bit)) != 0) return -EINVAL;
+  bool creating = (flags & O_CREAT) != 0;
+  if (creating && (flags & (O_DIRECTORY | k_tmpfile_bit)) != 0) return -EINVAL;
   UniqueFd link_dir;  // the directory of the last symlink followed
   for (int hop = 0; hop <= k_max_hops; ++hop) {
     Loc loc;
@@ -720,6 +736,9 @@ int do_open(Target& t, int listener, std::uint64_t id, int dirfd, char* path, in
       struct stat st {};
       if (::fstat(fd, &st) != 0) return -errno;
       if (loc.whole_slash && !S_ISDIR(st.st_mode)) return -ENOTDIR;
+      // Opened anew for writing, the command's fd of a protected file (an O_PATH one, or
+      // one opened before a directory was renamed) is the protected file.
+      if (writes(flags) && fd_refused(t, fd)) return -EACCES;
       if (S_ISFIFO(st.st_mode) && (flags & O_NONBLOCK) == 0) {  // a pipe: may wait for a reader
         open_in_child(listener, id, fd, flags);
         return k_replied;
@@ -738,9 +757,10 @@ int do_open(Target& t, int listener, std::uint64_t id, int dirfd, char* path, in
     struct stat st {};
     bool exists = ::fstatat(loc.parent.get(), loc.bare, &st, AT_SYMLINK_NOFOLLOW) == 0;
     // A directory makes nothing: the kernel's answer, not a refusal of what it stands for.
-    if (exists && S_ISDIR(st.st_mode)) return (flags & O_EXCL) != 0 ? -EEXIST : -EISDIR;
+    if (exists && S_ISDIR(st.st_mode)) return (flags & O_EXCL) != 0 && creating ? -EEXIST : -EISDIR;
+    if (!exists && !creating) return -ENOENT;
     if (refused(t, loc, GuardMade::other)) return -EACCES;
-    if (exists && S_ISLNK(st.st_mode) && (flags & (O_EXCL | O_NOFOLLOW)) == 0) {
+    if (exists && S_ISLNK(st.st_mode) && (flags & O_NOFOLLOW) == 0 && !(creating && (flags & O_EXCL) != 0)) {
       if (!may_follow(loc.parent.get(), st)) return -EACCES;
       ssize_t n = ::readlinkat(loc.parent.get(), loc.bare, path, PATH_MAX - 1);
       if (n < 0) return -errno;
@@ -749,7 +769,7 @@ int do_open(Target& t, int listener, std::uint64_t id, int dirfd, char* path, in
       link_dir = std::move(loc.parent);
       continue;
     }
-    if (exists && (flags & O_EXCL) != 0) return -EEXIST;
+    if (exists && creating && (flags & O_EXCL) != 0) return -EEXIST;
     if (exists && S_ISFIFO(st.st_mode) && (flags & O_NONBLOCK) == 0) {
       UniqueFd file(::openat(loc.parent.get(), loc.bare, O_PATH | O_NOFOLLOW | O_CLOEXEC));
       struct stat now {};
@@ -772,6 +792,45 @@ int do_open(Target& t, int listener, std::uint64_t id, int dirfd, char* path, in
     }
     if (fd >= 0 && !exists) made.set(loc.parent.get(), loc.bare);
     return finish_open(fd, flags);
+  }
+  return -ELOOP;
+}
+
+// truncate(): the file the path leads to, found as an open without O_CREAT finds it
+// (each symlink followed by hand, each name checked), truncated through init's fd of it.
+int do_truncate(Target& t, char* path, off_t length) {
+  UniqueFd link_dir;
+  for (int hop = 0; hop <= k_max_hops; ++hop) {
+    Loc loc;
+    if (int r = resolve(t, AT_FDCWD, link_dir.get(), path, loc); r < 0) return r;
+    int fd = -1;
+    if (loc.whole_fd >= 0) {
+      fd = take_fd(t, loc.whole_fd);
+      if (fd < 0) return fd == -EBADF ? -ENOENT : fd;
+      UniqueFd same(fd);
+      if (fd_refused(t, fd)) return -EACCES;
+      return ::truncate(SelfFd(fd).s, length) == 0 ? 0 : -errno;
+    }
+    struct stat st {};
+    bool plain = !loc.dot() && std::strcmp(loc.name, loc.bare) == 0;
+    if (plain && ::fstatat(loc.parent.get(), loc.bare, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+      if (S_ISDIR(st.st_mode)) return -EISDIR;
+      if (refused(t, loc, GuardMade::other)) return -EACCES;
+      if (S_ISLNK(st.st_mode)) {
+        if (!may_follow(loc.parent.get(), st)) return -EACCES;
+        ssize_t n = ::readlinkat(loc.parent.get(), loc.bare, path, PATH_MAX - 1);
+        if (n < 0) return -errno;
+        if (n == 0) return -ENOENT;
+        path[n] = '\0';
+        link_dir = std::move(loc.parent);
+        continue;
+      }
+    }
+    // "dir/", ".", "..", or a name gone: the kernel's answer.
+    fd = ::openat(loc.parent.get(), loc.name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) return -errno;
+    UniqueFd file(fd);
+    return ::truncate(SelfFd(fd).s, length) == 0 ? 0 : -errno;
   }
   return -ELOOP;
 }
@@ -824,6 +883,8 @@ int do_link(Target& t, int olddirfd, const char* oldpath, int newdirfd, const ch
   }
   struct stat st {};
   if (::fstat(src.get(), &st) != 0) return -errno;
+  // A second name for a protected file would let it be opened for writing by that name.
+  if (fd_refused(t, src.get())) return -EACCES;
   Loc to;
   if (int r = resolve(t, newdirfd, -1, newpath, to); r < 0) return r;
   if (to.whole_fd >= 0) return -EEXIST;
@@ -931,6 +992,14 @@ bool among(const char* const* set, std::size_t mask, const char* name, std::size
   }
 }
 
+// Whether an open with O_CREAT that init found or made a file for may go on as the
+// command's own: only where the command can make no file itself, and, with the depth
+// rule, only to read: the kernel reads the path again, and another thread may have
+// pointed it at an existing protected file by then.
+bool may_go_on(const GuardState& st, int flags) {
+  return st.command_makes_no_files && (st.list.n_names == 0 || !writes(flags));
+}
+
 // Calls whose last name appears in no guarded path cannot make one, wherever they land,
 // so they skip the real path and the symlink walk: a new file is one openat2() (it never
 // follows a symlink or a magic link, and O_EXCL makes it new: an existing name may be a
@@ -1027,7 +1096,7 @@ bool fast_path(int listener, Target& t, const seccomp_notif& req, const char* pa
       // An existing name that is not a symlink: the command's own open() finds it and
       // makes nothing, as it would have without O_CREAT (see below).
       struct stat there {};
-      if (errno == EEXIST && st.command_makes_no_files && ::fstatat(at, path, &there, AT_SYMLINK_NOFOLLOW) == 0 &&
+      if (errno == EEXIST && may_go_on(st, flags) && ::fstatat(at, path, &there, AT_SYMLINK_NOFOLLOW) == 0 &&
           !S_ISLNK(there.st_mode)) {
         go_on(listener, req.id);
         return true;
@@ -1046,7 +1115,7 @@ bool fast_path(int listener, Target& t, const seccomp_notif& req, const char* pa
     // on a file the open did not make truncates it: on ext4 and XFS a file truncated,
     // written and closed is flushed at close (the rename-over-truncate heuristic), which
     // costs more than the wake-ups.
-    if (!st.command_makes_no_files || (flags & (O_EXCL | O_TRUNC)) != 0 || !owner_may(fd, flags)) {
+    if (!may_go_on(st, flags) || (flags & (O_EXCL | O_TRUNC)) != 0 || !owner_may(fd, flags)) {
       hand_over_new(listener, req.id, fd, (flags & O_CLOEXEC) != 0, [&] { undo_new(fd, at, path); });
     } else if (!go_on(listener, req.id)) {
       undo_new(fd, at, path);  // the caller is gone
@@ -1106,6 +1175,7 @@ void handle(int listener, GuardState& state, const seccomp_notif& req) {
   switch (nr) {
     case SYS_open:
     case SYS_creat:
+    case SYS_truncate:
     case SYS_mkdir:
     case SYS_mknod: r = read_str(t, a[0], p1); break;
     case SYS_openat:
@@ -1134,7 +1204,16 @@ void handle(int listener, GuardState& state, const seccomp_notif& req) {
   // from here on is checked again (Target::alive).
   if (!t.alive()) return;
   if (r < 0) return reply(listener, req.id, -r);
-  if (fast_path(listener, t, req, p1)) return;
+  // An open without O_CREAT (the depth rule's write opens) makes nothing: it opens an
+  // existing file the full way, which checks the real path of every name it goes through.
+  // O_TMPFILE makes a file without a name (linkat() gives it one, through the guard): its
+  // directory is the kernel's business.
+  bool no_create = (nr == SYS_open && (a[1] & O_CREAT) == 0) || (nr == SYS_openat && (a[2] & O_CREAT) == 0);
+  if (no_create && ((nr == SYS_open ? a[1] : a[2]) & k_tmpfile_flag) == k_tmpfile_flag) {
+    go_on(listener, req.id);
+    return;
+  }
+  if (!no_create && fast_path(listener, t, req, p1)) return;
 
   int res = 0;
   switch (nr) {
@@ -1152,6 +1231,7 @@ void handle(int listener, GuardState& state, const seccomp_notif& req) {
       ::close(fd);
       return;
     }
+    case SYS_truncate: res = do_truncate(t, p1, static_cast<off_t>(a[1])); break;
     case SYS_mkdir: res = do_make(t, nr, AT_FDCWD, p1, static_cast<mode_t>(a[1]), 0, nullptr); break;
     case SYS_mkdirat: res = do_make(t, nr, as_fd(a[0]), p1, static_cast<mode_t>(a[2]), 0, nullptr); break;
     case SYS_mknod: res = do_make(t, nr, AT_FDCWD, p1, static_cast<mode_t>(a[1]), static_cast<dev_t>(a[2]), nullptr); break;

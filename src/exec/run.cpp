@@ -494,7 +494,7 @@ int run_prestarted(Policy p, const std::vector<std::string>& environ, RunOptions
       spec.depth_lifted = fs.lifted;
       spec.depth_new_trees = fs.new_trees;
     }
-    spec.guard_filter = zb::exec::embedded_guard_filter();
+    spec.guard_filter = zb::exec::embedded_guard_filter(!fs.depth_roots.empty());
     spec.seccomp = zb::exec::embedded_seccomp_filter_for_guard();
   }
 
@@ -575,8 +575,12 @@ int run_prestarted(Policy p, const std::vector<std::string>& environ, RunOptions
       continue;
     }
     bool existing = std::find(fs.protected_existing.begin(), fs.protected_existing.end(), path) != fs.protected_existing.end();
+    // Deep in a writable tree, an existing one was opened for writing (or something made in it).
+    struct stat there {};
+    bool deep_existing = !existing && ::lstat(path.c_str(), &there) == 0;
     std::string name_this = zb::policy::allow_write_hint(path, fs);
-    log::warning("refused to let the command " + std::string(existing ? "replace" : "create") + " protected path " +
+    log::warning("refused to let the command " + std::string(existing ? "replace" : deep_existing ? "change" : "create") +
+                 " protected path " +
                  log::quote(path) + " (--allow-write=" + log::quote(name_this) + " allows it)");
     if (std::find(flags.begin(), flags.end(), name_this) == flags.end()) flags.push_back(name_this);
   }

@@ -224,7 +224,7 @@ Result<std::vector<sock_filter>> build_seccomp_filter(bool for_guard) {
   return export_bpf(ctx.get());
 }
 
-Result<std::vector<sock_filter>> build_guard_filter() {
+Result<std::vector<sock_filter>> build_guard_filter(bool writes) {
   // Foreign ABIs are the first filter's business (it kills them).
   auto made = new_filter(SCMP_ACT_ALLOW);
   if (!made) return std::unexpected(made.error());
@@ -257,6 +257,21 @@ Result<std::vector<sock_filter>> build_guard_filter() {
                      "openat");
       !r)
     return std::unexpected(r.error());
+  // With the depth rule, opening an existing file for writing too (O_WRONLY, O_RDWR or
+  // O_TRUNC without O_CREAT), and truncate(): an existing protected name deep in a
+  // writable tree (a nested repository's .git/config) has no mount to cover it. One rule
+  // per bit: libseccomp compares an argument once per rule. Read-only opens go on.
+  if (writes) {
+    for (unsigned bit : {static_cast<unsigned>(O_WRONLY), static_cast<unsigned>(O_RDWR), static_cast<unsigned>(O_TRUNC)}) {
+      for (auto [nr, rule] : {std::pair{SCMP_SYS(open), SCMP_A1(SCMP_CMP_MASKED_EQ, k_creating | bit, bit)},
+                              std::pair{SCMP_SYS(openat), SCMP_A2(SCMP_CMP_MASKED_EQ, k_creating | bit, bit)}}) {
+        if (auto r = check(seccomp_rule_add(ctx.get(), SCMP_ACT_NOTIFY, nr, 1, rule), "write open"); !r)
+          return std::unexpected(r.error());
+      }
+    }
+    if (auto r = check(seccomp_rule_add(ctx.get(), SCMP_ACT_NOTIFY, SCMP_SYS(truncate), 0), "truncate"); !r)
+      return std::unexpected(r.error());
+  }
   if (auto r = check(seccomp_rule_add(ctx.get(), SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(openat2), 0), "openat2"); !r)
     return std::unexpected(r.error());
   const char* what = nullptr;

@@ -20,8 +20,9 @@ Result<std::vector<sock_filter>> build_seccomp_filter(bool for_guard = false);
 // The create guard's filter (exec/guard.hpp): hands every call that can create a name
 // (open/openat with O_CREAT, creat, mkdir*, mknod*, symlink*, link*, rename*) to the
 // supervising init as a user notification, answers openat2 with ENOSYS, and refuses
-// what build_seccomp_filter(true) left to init.
-Result<std::vector<sock_filter>> build_guard_filter();
+// what build_seccomp_filter(true) left to init. `writes` (runs with the depth rule): also
+// open/openat of an existing file for writing (O_WRONLY, O_RDWR, O_TRUNC) and truncate.
+Result<std::vector<sock_filter>> build_guard_filter(bool writes = false);
 // Refuses only what build_seccomp_filter(true) left to init: for the command when the
 // guard's filter cannot be loaded (a kernel before 5.19).
 Result<std::vector<sock_filter>> build_guard_fallback_filter();
@@ -29,7 +30,7 @@ Result<std::vector<sock_filter>> build_guard_fallback_filter();
 // The same filters, compiled at build time by zb_seccomp_gen (what zerobox loads).
 std::span<const sock_filter> embedded_seccomp_filter();
 std::span<const sock_filter> embedded_seccomp_filter_for_guard();
-std::span<const sock_filter> embedded_guard_filter();
+std::span<const sock_filter> embedded_guard_filter(bool writes = false);
 std::span<const sock_filter> embedded_guard_fallback_filter();
 
 // Loads a BPF program. Requires no_new_privs. No allocation.

@@ -17,7 +17,10 @@ std::span<const sock_filter> embedded_seccomp_filter_for_guard() {
   return {k_seccomp_filter_for_guard, std::size(k_seccomp_filter_for_guard)};
 }
 
-std::span<const sock_filter> embedded_guard_filter() { return {k_guard_filter, std::size(k_guard_filter)}; }
+std::span<const sock_filter> embedded_guard_filter(bool writes) {
+  if (writes) return {k_guard_write_filter, std::size(k_guard_write_filter)};
+  return {k_guard_filter, std::size(k_guard_filter)};
+}
 
 std::span<const sock_filter> embedded_guard_fallback_filter() {
   return {k_guard_fallback_filter, std::size(k_guard_fallback_filter)};

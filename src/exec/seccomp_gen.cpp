@@ -25,6 +25,7 @@ int main() {
   if (!print("k_seccomp_filter", zb::exec::build_seccomp_filter())) return 1;
   if (!print("k_seccomp_filter_for_guard", zb::exec::build_seccomp_filter(true))) return 1;
   if (!print("k_guard_filter", zb::exec::build_guard_filter())) return 1;
+  if (!print("k_guard_write_filter", zb::exec::build_guard_filter(true))) return 1;
   if (!print("k_guard_fallback_filter", zb::exec::build_guard_fallback_filter())) return 1;
   return 0;
 }

@@ -70,6 +70,77 @@ zb "$AW" -C "$W" -- "$PROBE" create "$V/.git/hooks/post-checkout"
 expect_rc 13 "a new hook in an existing deep .git/hooks: EACCES"
 expect_absent "$V/.git/hooks/pre-commit" "existing deep .git/hooks: no hook on the host"
 
+# Existing protected files deep in the tree (a nested repository, a deep .envrc): no mount
+# covers them, so opening one for writing without O_CREAT, and truncate(), are refused by
+# name too: by a path, from a directory inside .git, through a symlink, and through an fd.
+need_python
+N=$W/vendor/a/b
+mkdir -p "$N/.git/hooks" "$W/vendor/x/y" "$N/src"
+printf '[core]\n\tbare = false\n' >"$N/.git/config"
+printf '#!/bin/sh\nexit 0\n' >"$N/.git/hooks/pre-commit"
+echo 'export A=1' >"$W/vendor/x/y/.envrc"
+echo old >"$N/src/file.txt"
+echo old >"$N/.git/description"
+ln -s .git/config "$N/cfg-link"
+# From $W: a working directory inside the repository would have its .git/config mounted
+# read-only (the repository of the working directory is protected like a top one).
+zb "$AW" -C "$W" -- "$PY" -c '
+import os, sys
+os.chdir(sys.argv[1].rsplit("/", 1)[0])
+def try_(what, f):
+    try:
+        f()
+        print(what, "ok")
+    except OSError as e:
+        print(what, e.errno)
+def wr(path, flags):
+    def f():
+        fd = os.open(path, flags)
+        os.write(fd, b"[core]\n\tfsmonitor = evil\n")
+        os.close(fd)
+    return f
+for p in sys.argv[1:4]:
+    for name, fl in (("wronly", os.O_WRONLY), ("rdwr", os.O_RDWR), ("trunc", os.O_WRONLY | os.O_TRUNC),
+                     ("append", os.O_WRONLY | os.O_APPEND), ("rdonly-trunc", os.O_RDONLY | os.O_TRUNC),
+                     ("creat", os.O_WRONLY | os.O_CREAT), ("nofollow", os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC)):
+        try_(p + " " + name, wr(p, fl))
+    try_(p + " truncate", lambda: os.truncate(p, 0))
+try_("relative config", wr("config", os.O_WRONLY))
+try_("relative hook", wr("hooks/pre-commit", os.O_RDWR))
+d = os.open("hooks", os.O_RDONLY | os.O_DIRECTORY)
+try_("dirfd hook", lambda: os.close(os.open("pre-commit", os.O_WRONLY, dir_fd=d)))
+try_("relative truncate", lambda: os.truncate("config", 0))
+try_("symlink", wr(sys.argv[4], os.O_WRONLY | os.O_TRUNC))
+try_("symlink truncate", lambda: os.truncate(sys.argv[4], 0))
+pf = os.open("config", os.O_PATH)
+try_("fd reopen", wr("/proc/self/fd/%d" % pf, os.O_WRONLY))
+try_("fd truncate", lambda: os.truncate("/proc/self/fd/%d" % pf, 0))
+try_("link", lambda: os.link("config", "cfg2"))
+for p in sys.argv[5:7]:
+    try_(p + " plain", wr(p, os.O_WRONLY | os.O_TRUNC))
+try_("dir", lambda: os.open("hooks", os.O_WRONLY))
+try_("missing", lambda: os.open("nothing-here", os.O_WRONLY))
+' "$N/.git/config" "$N/.git/hooks/pre-commit" "$W/vendor/x/y/.envrc" "$N/cfg-link" "$N/src/file.txt" "$N/.git/description"
+for p in "$N/.git/config" "$N/.git/hooks/pre-commit" "$W/vendor/x/y/.envrc"; do
+  for what in wronly rdwr trunc append rdonly-trunc creat nofollow truncate; do
+    expect_contains "$OUT" "$p $what 13" "existing deep ${p#"$W"/}: $what refused"
+  done
+done
+for what in "relative config" "relative hook" "dirfd hook" "relative truncate" "symlink" "symlink truncate" \
+  "fd reopen" "fd truncate" "link"; do
+  expect_contains "$OUT" "$what 13" "existing deep .git/config or hook: $what refused"
+done
+expect_file_eq "$N/.git/config" "$(printf '[core]\n\tbare = false')" "existing deep .git/config unchanged on the host"
+expect_file_eq "$N/.git/hooks/pre-commit" "$(printf '#!/bin/sh\nexit 0')" "existing deep hook unchanged on the host"
+expect_file_eq "$W/vendor/x/y/.envrc" "export A=1" "existing deep .envrc unchanged on the host"
+expect_absent "$N/.git/cfg2" "no second name for an existing deep .git/config"
+expect_contains "$OUT" "$N/src/file.txt plain ok" "an ordinary deep file opens for writing"
+expect_contains "$OUT" "$N/.git/description plain ok" "an unprotected file inside a deep .git opens for writing"
+expect_file_eq "$N/src/file.txt" "$(printf '[core]\n\tfsmonitor = evil')" "an ordinary deep file is written"
+expect_contains "$OUT" "dir 21" "a directory opened for writing: EISDIR"
+expect_contains "$OUT" "missing 2" "a missing file opened for writing: ENOENT"
+expect_contains "$ERR" "refused to let the command change protected path $N/.git/config (--allow-write=" "the exit hint names a refused existing file and its flag"
+
 # What a lifted new directory holds does not leave it: mv copies, and the copy is checked.
 zb "$AW" --allow-write="$W/nt" -C "$W" -- sh -c 'mkdir -p nt/.git/hooks && echo evil > nt/.git/hooks/pre-commit && mv nt moved'
 expect_rc_not 0 "a new tree's hooks moved out of it: refused"

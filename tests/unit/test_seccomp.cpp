@@ -30,6 +30,7 @@ TEST_CASE("the embedded seccomp filters are the ones libseccomp builds from the 
   CHECK(same(zb::exec::build_seccomp_filter(), zb::exec::embedded_seccomp_filter()));
   CHECK(same(zb::exec::build_seccomp_filter(true), zb::exec::embedded_seccomp_filter_for_guard()));
   CHECK(same(zb::exec::build_guard_filter(), zb::exec::embedded_guard_filter()));
+  CHECK(same(zb::exec::build_guard_filter(true), zb::exec::embedded_guard_filter(true)));
   CHECK(same(zb::exec::build_guard_fallback_filter(), zb::exec::embedded_guard_fallback_filter()));
   // What init may keep for the guard is all the base filter gives up.
   CHECK(zb::exec::embedded_seccomp_filter_for_guard().size() < zb::exec::embedded_seccomp_filter().size());
