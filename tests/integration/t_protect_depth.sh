@@ -141,6 +141,29 @@ expect_contains "$OUT" "dir 21" "a directory opened for writing: EISDIR"
 expect_contains "$OUT" "missing 2" "a missing file opened for writing: ENOENT"
 expect_contains "$ERR" "refused to let the command change protected path $N/.git/config (--allow-write=" "the exit hint names a refused existing file and its flag"
 
+# A deep gitfile (a submodule's "gitdir: ...") is not rewritten either; git still commits
+# in a nested repository's work tree, through its existing .git.
+mkdir -p "$W/vendor/sm"
+echo "gitdir: ../../.git/modules/sm" >"$W/vendor/sm/.git"
+zb "$AW" -C "$W" -- "$PY" -c '
+import os, sys
+try:
+    fd = os.open(sys.argv[1], os.O_WRONLY | os.O_TRUNC)
+    os.write(fd, b"gitdir: /tmp\n")
+except OSError as e:
+    sys.exit(e.errno)
+' "$W/vendor/sm/.git"
+expect_rc 13 "an existing deep gitfile opened for writing: EACCES"
+expect_file_eq "$W/vendor/sm/.git" "gitdir: ../../.git/modules/sm" "an existing deep gitfile unchanged on the host"
+NR=$W/vendor/real
+"${G[@]}" init -q "$NR" && echo one >"$NR/a" && "${G[@]}" -C "$NR" add a && "${G[@]}" -C "$NR" commit -q -m one ||
+  fail "cannot make $NR"
+cfg=$(cat "$NR/.git/config")
+zb "$AW" -C "$W" -- sh -c "cd '$NR' && echo two >a && ${G[*]} commit -q -a -m two && ${G[*]} status --short"
+expect_rc 0 "git commit in a nested repository's work tree"
+expect_eq "$(git -C "$NR" log -1 --format=%s)" two "git commit in a nested repository: the commit is on the host"
+expect_file_eq "$NR/.git/config" "$cfg" "git commit in a nested repository: its .git/config unchanged"
+
 # What a lifted new directory holds does not leave it: mv copies, and the copy is checked.
 zb "$AW" --allow-write="$W/nt" -C "$W" -- sh -c 'mkdir -p nt/.git/hooks && echo evil > nt/.git/hooks/pre-commit && mv nt moved'
 expect_rc_not 0 "a new tree's hooks moved out of it: refused"
