@@ -992,6 +992,34 @@ bool among(const char* const* set, std::size_t mask, const char* name, std::size
   }
 }
 
+// Opens the existing regular file or character device `name` in `dir` (checked) for a
+// call and hands it over: true, or false for the full way (a symlink, a FIFO, gone, a
+// lease, /proc). Only a process on the host can put a symlink or a FIFO there meanwhile: every
+// call of the sandbox's that could waits for this one. O_NONBLOCK: a lease may wait.
+bool open_existing(int listener, std::uint64_t id, int dir, const char* name, int flags) {
+  // /proc (reached through a symlink, say to /proc/1): the full way lets the command have
+  // only its own processes' files there, never init's.
+  struct statfs sfs {};
+  if (::fstatfs(dir, &sfs) != 0 || sfs.f_type == PROC_SUPER_MAGIC) return false;
+  struct stat st {};
+  if (::fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !(S_ISREG(st.st_mode) || S_ISCHR(st.st_mode))) return false;
+  int fd = ::openat(dir, name, (flags & ~(O_CREAT | O_EXCL)) | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) {
+    if (errno == ELOOP || errno == EWOULDBLOCK || errno == ENOENT || errno == ENXIO) return false;
+    reply(listener, id, errno);
+    return true;
+  }
+  fd = finish_open(fd, flags);
+  if (fd < 0) {
+    reply(listener, id, -fd);
+    return true;
+  }
+  int err = hand_over(listener, id, fd, (flags & O_CLOEXEC) != 0);
+  if (err != 0 && err != ENOENT) reply(listener, id, err);
+  ::close(fd);
+  return true;
+}
+
 // Whether an open with O_CREAT that init found or made a file for may go on as the
 // command's own: only where the command can make no file itself, and, with the depth
 // rule, only to read: the kernel reads the path again, and another thread may have
@@ -1089,18 +1117,22 @@ bool fast_path(int listener, Target& t, const seccomp_notif& req, const char* pa
     set_umask(t.umask());
     int fd = static_cast<int>(::syscall(SYS_openat2, at, path, &how, sizeof how));
     if (fd < 0) {
-      if (errno == EEXIST && (flags & O_EXCL) != 0) {
+      if (errno != EEXIST) return false;  // the full way says what the kernel would have
+      if ((flags & O_EXCL) != 0) {
         reply(listener, req.id, EEXIST);
         return true;
       }
       // An existing name that is not a symlink: the command's own open() finds it and
       // makes nothing, as it would have without O_CREAT (see below).
       struct stat there {};
-      if (errno == EEXIST && may_go_on(st, flags) && ::fstatat(at, path, &there, AT_SYMLINK_NOFOLLOW) == 0 &&
+      if (may_go_on(st, flags) && ::fstatat(at, path, &there, AT_SYMLINK_NOFOLLOW) == 0 &&
           !S_ISLNK(there.st_mode)) {
         go_on(listener, req.id);
         return true;
       }
+      // With the depth rule `path` is a name in the directory just checked: open what is
+      // there (the kernel would not have made it) and hand it over.
+      if (st.list.n_names != 0 && open_existing(listener, req.id, at, path, flags)) return true;
       // A symlink or magic link on the way, an fd of init's where the command's was meant
       // (/dev/fd/N through a symlink): the full way says what the kernel would have.
       return false;
@@ -1193,23 +1225,7 @@ bool write_fast_path(int listener, Target& t, const seccomp_notif& req, const ch
     reply(listener, req.id, EACCES);
     return true;
   }
-  // Only a process on the host can put a symlink or a FIFO there meanwhile: every call of
-  // the sandbox's that could waits for this one. O_NONBLOCK: a lease is the full way's.
-  int fd = ::openat(dir, name, flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-  if (fd < 0) {
-    if (errno == ELOOP || errno == EWOULDBLOCK || errno == ENOENT || errno == ENXIO) return false;
-    reply(listener, req.id, errno);
-    return true;
-  }
-  fd = finish_open(fd, flags);
-  if (fd < 0) {
-    reply(listener, req.id, -fd);
-    return true;
-  }
-  int err = hand_over(listener, req.id, fd, (flags & O_CLOEXEC) != 0);
-  if (err != 0 && err != ENOENT) reply(listener, req.id, err);
-  ::close(fd);
-  return true;
+  return open_existing(listener, req.id, dir, name, flags);
 }
 
 void handle(int listener, GuardState& state, const seccomp_notif& req) {

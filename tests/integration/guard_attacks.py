@@ -159,6 +159,11 @@ check("racing thread: the name never created", absent(".envrc"))
 refused("O_CREAT on /proc/1/mem", lambda: os.open("/proc/1/mem", os.O_RDWR | os.O_CREAT), (errno.EACCES, errno.EPERM))
 os.symlink("/proc/1", "p1")
 refused("O_CREAT on init's mem through a symlink", lambda: os.open("p1/mem", os.O_RDWR | os.O_CREAT), (errno.EACCES, errno.EPERM))
+# Opens for writing without O_CREAT, which pid 1 serves with the depth rule.
+refused("O_RDWR on /proc/1/mem", lambda: os.open("/proc/1/mem", os.O_RDWR), (errno.EACCES, errno.EPERM))
+refused("O_RDWR on init's mem through a symlink", lambda: os.open("p1/mem", os.O_RDWR), (errno.EACCES, errno.EPERM))
+refused("O_WRONLY on init's fd through a symlink", lambda: os.open("p1/fd/0", os.O_WRONLY), (errno.EACCES, errno.EPERM, errno.ENOENT))
+refused("truncate of init's mem through a symlink", lambda: os.truncate("p1/mem", 0), (errno.EACCES, errno.EPERM, errno.EINVAL))
 refused("O_CREAT in init's fd directory", lambda: os.open("/proc/1/fd/0", os.O_RDWR | os.O_CREAT), (errno.EACCES, errno.EPERM))
 if libc.syscall(437, AT_FDCWD, b"x", ctypes.c_void_p(0), 0) == -1:  # openat2
     check("openat2 answers ENOSYS", ctypes.get_errno() == errno.ENOSYS, f"errno {ctypes.get_errno()}")
