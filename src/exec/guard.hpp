@@ -17,6 +17,10 @@
 // domain has a layer more than init's, which refuses it every new regular file
 // (forbid_making_files), so an open() whose name exists by then (init may just have made
 // it) goes on as the command's own: it can open only what it could without O_CREAT.
+// With the depth rule only a read-only one does: the filter then also traps opens of
+// existing files for writing (O_WRONLY, O_RDWR, O_TRUNC without O_CREAT) and truncate(),
+// which init serves the same way, so that an existing protected file deep in a writable
+// tree (a nested repository's .git/config) is not rewritten.
 //
 // init runs with the command's uid, mounts, the rest of its Landlock domain, umask (read per call) and
 // no capability but CAP_SYS_PTRACE (to read the memory of a command that made itself
