@@ -1028,6 +1028,29 @@ bool may_go_on(const GuardState& st, int flags) {
   return st.command_makes_no_files && (st.list.n_names == 0 || !writes(flags));
 }
 
+// A path the fast ways take: not empty, not ending in '/', its last name neither "." nor
+// "..", and none of the command's own /proc/self, /dev/fd and /dev/std*, which the full
+// way puts in place. `slash` is its last '/' (nullptr for a bare name).
+struct PlainPath {
+  const char* slash;
+  const char* name;
+  std::size_t len;
+};
+
+bool plain_path(const char* path, PlainPath& out) {
+  if (path[0] == '\0' || after(path, "/proc") != nullptr || after(path, "/dev/fd") != nullptr ||
+      std::strncmp(path, "/dev/std", 8) == 0) {
+    return false;
+  }
+  std::size_t n = std::strlen(path);
+  if (path[n - 1] == '/') return false;
+  out.slash = std::strrchr(path, '/');
+  out.name = out.slash != nullptr ? out.slash + 1 : path;
+  out.len = static_cast<std::size_t>(path + n - out.name);
+  const char* m = out.name;
+  return !((out.len == 1 && m[0] == '.') || (out.len == 2 && m[0] == '.' && m[1] == '.'));
+}
+
 // Calls whose last name appears in no guarded path cannot make one, wherever they land,
 // so they skip the real path and the symlink walk: a new file is one openat2() (it never
 // follows a symlink or a magic link, and O_EXCL makes it new: an existing name may be a
@@ -1039,17 +1062,11 @@ bool fast_path(int listener, Target& t, const seccomp_notif& req, const char* pa
   bool is_open = nr == SYS_open || nr == SYS_openat || nr == SYS_creat;
   bool is_mkdir = nr == SYS_mkdir || nr == SYS_mkdirat;
   if (!is_open && !is_mkdir) return false;
-  // The command's own /proc/self, /dev/fd and /dev/std* are put in place by the full way.
-  if (path[0] == '\0' || after(path, "/proc") != nullptr || after(path, "/dev/fd") != nullptr ||
-      std::strncmp(path, "/dev/std", 8) == 0) {
-    return false;
-  }
-  std::size_t n = std::strlen(path);
-  if (path[n - 1] == '/') return false;
-  const char* slash = std::strrchr(path, '/');
-  const char* name = slash != nullptr ? slash + 1 : path;
-  std::size_t len = static_cast<std::size_t>(path + n - name);
-  if ((len == 1 && name[0] == '.') || (len == 2 && name[0] == '.' && name[1] == '.')) return false;
+  PlainPath pp;
+  if (!plain_path(path, pp)) return false;
+  const char* slash = pp.slash;
+  const char* name = pp.name;
+  std::size_t len = pp.len;
   const GuardState& st = *t.state;
   if (is_open ? among(st.names, st.names_mask, name, len) : among(st.leaves, st.leaves_mask, name, len)) return false;
 
@@ -1183,16 +1200,11 @@ bool write_fast_path(int listener, Target& t, const seccomp_notif& req, const ch
   const auto& a = req.data.args;
   int flags = static_cast<int>(nr == SYS_open ? a[1] : a[2]);
   if ((flags & O_DIRECTORY) != 0) return false;
-  if (path[0] == '\0' || after(path, "/proc") != nullptr || after(path, "/dev/fd") != nullptr ||
-      std::strncmp(path, "/dev/std", 8) == 0) {
-    return false;
-  }
-  std::size_t n = std::strlen(path);
-  if (path[n - 1] == '/') return false;
-  const char* slash = std::strrchr(path, '/');
-  const char* name = slash != nullptr ? slash + 1 : path;
-  std::size_t len = static_cast<std::size_t>(path + n - name);
-  if ((len == 1 && name[0] == '.') || (len == 2 && name[0] == '.' && name[1] == '.')) return false;
+  PlainPath pp;
+  if (!plain_path(path, pp)) return false;
+  const char* slash = pp.slash;
+  const char* name = pp.name;
+  std::size_t len = pp.len;
   UniqueFd base, parent_fd;
   int at = AT_FDCWD;
   if (path[0] != '/') {
