@@ -702,6 +702,19 @@ bool may_follow(int dir, const struct stat& link) {
   return link.st_uid == ::geteuid() || link.st_uid == d.st_uid;
 }
 
+// One hop of a symlink followed by hand: the link `st` at loc (if may_follow allows it)
+// becomes the next path to resolve, from its directory (kept in link_dir). 0, or the
+// errno to answer with.
+int step_into_link(Loc& loc, const struct stat& st, char* path, UniqueFd& link_dir) {
+  if (!may_follow(loc.parent.get(), st)) return -EACCES;
+  ssize_t n = ::readlinkat(loc.parent.get(), loc.bare, path, PATH_MAX - 1);
+  if (n < 0) return -errno;
+  if (n == 0) return -ENOENT;
+  path[n] = '\0';
+  link_dir = std::move(loc.parent);
+  return 0;
+}
+
 // Whether an open with `flags` may change the file: write access, or O_TRUNC.
 bool writes(int flags) { return (flags & (O_ACCMODE | O_TRUNC)) != 0; }
 
@@ -761,12 +774,7 @@ int do_open(Target& t, int listener, std::uint64_t id, int dirfd, char* path, in
     if (!exists && !creating) return -ENOENT;
     if (refused(t, loc, GuardMade::other)) return -EACCES;
     if (exists && S_ISLNK(st.st_mode) && (flags & O_NOFOLLOW) == 0 && !(creating && (flags & O_EXCL) != 0)) {
-      if (!may_follow(loc.parent.get(), st)) return -EACCES;
-      ssize_t n = ::readlinkat(loc.parent.get(), loc.bare, path, PATH_MAX - 1);
-      if (n < 0) return -errno;
-      if (n == 0) return -ENOENT;
-      path[n] = '\0';
-      link_dir = std::move(loc.parent);
+      if (int r = step_into_link(loc, st, path, link_dir); r < 0) return r;
       continue;
     }
     if (exists && creating && (flags & O_EXCL) != 0) return -EEXIST;
@@ -817,12 +825,7 @@ int do_truncate(Target& t, char* path, off_t length) {
       if (S_ISDIR(st.st_mode)) return -EISDIR;
       if (refused(t, loc, GuardMade::other)) return -EACCES;
       if (S_ISLNK(st.st_mode)) {
-        if (!may_follow(loc.parent.get(), st)) return -EACCES;
-        ssize_t n = ::readlinkat(loc.parent.get(), loc.bare, path, PATH_MAX - 1);
-        if (n < 0) return -errno;
-        if (n == 0) return -ENOENT;
-        path[n] = '\0';
-        link_dir = std::move(loc.parent);
+        if (int r = step_into_link(loc, st, path, link_dir); r < 0) return r;
         continue;
       }
     }
