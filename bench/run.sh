@@ -449,7 +449,7 @@ def fnote(wl):
     warn = " **(busy machine: treat these numbers with care)**" if busy > 25 or steal > 5 else ""
     per = "/".join(f[1] for f in fs)
     return (f"{len(fs)} hyperfine run(s), {sum(float(f[0]) for f in fs):.1f} s; CPU time outside the benchmark's own "
-            f"processes meanwhile: {per}% of the machine (other users, plus kernel threads doing deferred namespace "
+            f"processes meanwhile: {per}% of the machine (other processes, plus kernel threads doing deferred namespace "
             f"cleanup and writeback for the rows), hypervisor steal up to {steal}%{warn}.\n")
 def q(xs, p):
     xs = sorted(xs); i = (len(xs) - 1) * p; lo = int(i); hi = min(lo + 1, len(xs) - 1)
