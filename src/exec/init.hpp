@@ -50,6 +50,7 @@ enum ChildStep : int32_t {
   k_step_proxy,
   k_step_netns,
   k_step_stdio,
+  k_step_ids,  // root's own ids: the host tree or the change of credentials
 };
 
 struct InitArgs {

@@ -501,7 +501,8 @@ int run_prestarted(Policy p, const std::vector<std::string>& environ, RunOptions
   if (log::debug_enabled()) {
     for (const auto& line : zb::policy::describe(p, fs)) log::debug(line);
     log::debug("namespaces: user, mount, pid, ipc, uts, cgroup" + std::string(spec.new_net ? ", net (loopback only)" : ""));
-    log::debug(std::string("uid/gid map: ") + (::geteuid() == 0 ? "identity (root)" : "caller's ids only"));
+    // Root's map is decided as the sandbox is cloned: its "ids:" note follows.
+    if (::geteuid() != 0) log::debug("uid/gid map: the caller's uid and gid only");
     for (const auto& op : spec.plan.ops) log::debug("mount plan: " + zb::overlay::describe(op));
     for (const auto& n : spec.plan.notes) log::debug("mount plan: " + n);
     log::debug(zb::exec::describe(spec.landlock));

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <linux/capability.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -20,6 +21,7 @@
 #include <system_error>
 
 #include "exec/caps.hpp"
+#include "exec/ids.hpp"
 #include "exec/init.hpp"
 #include "exec/netns.hpp"
 #include "exec/seccomp.hpp"
@@ -49,6 +51,9 @@ struct FlatSpec {
   std::size_t n_guard_filter;
   GuardList guard;
   unsigned short proxy_port;
+  // Root's own ids (exec/ids.hpp): the supervisor sends the host's mounts, idmapped, on
+  // the channel before the go byte. Set once the helper has cloned and mapped.
+  bool own_ids;
 };
 
 // The child side, from clone() to run_init(). It is a copy of the helper thread of a
@@ -83,6 +88,16 @@ struct FlatSpec {
   if (n != 1 || go != 'g') ::_exit(1);
   ::close(sync_fd);
   const FlatSpec& s = *reinterpret_cast<const FlatSpec*>(arena);
+  if (s.own_ids) {
+    if (become_own_root(SIGKILL) != 0) {
+      send_msg(report_fd, k_msg_setup_failed, k_step_ids, -1, errno, 0);
+      ::_exit(1);
+    }
+    // The parent-death signal came back only now: if the supervisor went in between, the
+    // report pipe has no reader left.
+    pollfd p{report_fd, POLLOUT, 0};
+    if (::poll(&p, 1, 0) == 1 && (p.revents & POLLERR) != 0) ::_exit(1);
+  }
   // Not dumpable (only now: the supervisor needed /proc/PID/uid_map): the command, with
   // the same uid, cannot open /proc/1/mem, environ or fd/ of its init, which hold the
   // supervisor's memory and the report pipe.
@@ -95,13 +110,13 @@ struct FlatSpec {
   }
   overlay::MountFailure mf;
   overlay::MountReport mr;
-  if (!overlay::execute_plan(s.plan, s.staging, s.cwd, mf, mr)) {
+  if (!overlay::execute_plan(s.plan, s.staging, s.cwd, s.own_ids ? channel : -1, mf, mr)) {
     send_msg(report_fd, k_msg_setup_failed, k_step_mount, mf.index, mf.err, static_cast<int32_t>(mf.step));
     ::_exit(1);
   }
   // The caller's stdio: device nodes were opened again read-only by the plan; files
   // become pipes to the supervisor (exec/stdio.hpp).
-  if (relay_std_fds(channel, mr.std_reopened) != 0) {
+  if (relay_std_fds(channel, mr.std_reopened, s.own_ids) != 0) {
     send_msg(report_fd, k_msg_setup_failed, k_step_stdio, -1, errno, 0);
     ::_exit(1);
   }
@@ -137,7 +152,7 @@ struct FlatSpec {
 }
 
 // Copies the spec into the arena, FlatSpec first. nullptr when it does not fit.
-const FlatSpec* flatten(const SandboxSpec& spec, SharedArena& a) {
+FlatSpec* flatten(const SandboxSpec& spec, SharedArena& a) {
   auto* f = a.array<FlatSpec>(1);
   if (f == nullptr || reinterpret_cast<char*>(f) != a.base()) return nullptr;
   const auto& plan = spec.plan;
@@ -181,6 +196,7 @@ const FlatSpec* flatten(const SandboxSpec& spec, SharedArena& a) {
                 a.strings(spec.depth_new_trees),  spec.depth_new_trees.size()};
   }
   f->proxy_port = spec.proxy_port;
+  f->own_ids = false;
   return a.full() ? nullptr : f;
 }
 
@@ -204,20 +220,46 @@ std::string identity_map(const char* self_map) {
   return out;
 }
 
-Result<void> write_id_maps(pid_t pid) {
+// An ordinary caller maps only itself. Root maps either its own range (exec/ids.hpp) or,
+// where that cannot be, every id it has to itself.
+Result<void> write_id_maps(pid_t pid, bool own_ids) {
   std::string base = "/proc/" + std::to_string(pid);
   unsigned uid = ::geteuid(), gid = ::getegid();
   if (uid == 0) {
-    auto u = write_file(base + "/uid_map", identity_map("/proc/self/uid_map"));
+    std::string uids = own_ids ? own_id_map() : identity_map("/proc/self/uid_map");
+    std::string gids = own_ids ? own_id_map() : identity_map("/proc/self/gid_map");
+    auto u = write_file(base + "/uid_map", uids);
     if (u) {
-      auto g = write_file(base + "/gid_map", identity_map("/proc/self/gid_map"));
+      auto g = write_file(base + "/gid_map", gids);
       if (g) return {};
       return g;
     }
+    if (own_ids) return u;
   }
   if (auto r = write_file(base + "/setgroups", "deny"); !r && r.error().err != ENOENT) return r;
   if (auto r = write_file(base + "/uid_map", std::to_string(uid) + " " + std::to_string(uid) + " 1\n"); !r) return r;
   return write_file(base + "/gid_map", std::to_string(gid) + " " + std::to_string(gid) + " 1\n");
+}
+
+// The note --debug prints on the ids the sandbox runs with.
+std::string ids_note(bool own, const std::string& why_not, const IdmappedTree* tree) {
+  if (::geteuid() != 0) return "";
+  if (!own) return "ids: root keeps the host's ids (identity map): " + why_not;
+  std::string note = "ids: the sandbox's uid and gid 0 are host id " + std::to_string(k_own_ids_base) + "; " +
+                     std::to_string(tree->mounts.size() - tree->unmapped.size()) + " of " +
+                     std::to_string(tree->mounts.size()) + " host mounts idmapped";
+  if (!tree->unmapped.empty()) {
+    note += "; files show as nobody's on";
+    std::size_t shown = 0;
+    for (const auto& m : tree->unmapped) {
+      if (shown++ == 6) {
+        note += " and " + std::to_string(tree->unmapped.size() - 6) + " more";
+        break;
+      }
+      note += " " + m;
+    }
+  }
+  return note;
 }
 
 std::string step_text(const SandboxSpec& s, const ChildMsg& m) {
@@ -245,6 +287,7 @@ std::string step_text(const SandboxSpec& s, const ChildMsg& m) {
     case k_step_fork: return "start the command's process: " + why;
     case k_step_proxy: return "listen for the proxy inside the network namespace: " + why;
     case k_step_stdio: return "give the command its stdin, stdout and stderr: " + why;
+    case k_step_ids: return "take the sandbox's own uid and gid: " + why;
     default: return "set up the sandbox: " + why;
   }
 }
@@ -357,34 +400,65 @@ void Prestart::clone_and_map() {
   const sigset_t& mask = m_child_mask;
   unsigned long flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP;
 
-  long pid = ::syscall(SYS_clone, flags | SIGCHLD, nullptr, nullptr, nullptr, nullptr);
-  if (pid == 0) {
-    // Keep only the fds the child uses (and stdio).
-    int keep[3] = {sync_r, report_w, channel};
-    std::sort(std::begin(keep), std::end(keep));
-    unsigned next = 3;
-    for (int k : keep) {
-      if (k < 0) continue;
-      if (static_cast<unsigned>(k) > next) ::syscall(SYS_close_range, next, static_cast<unsigned>(k - 1), 0U);
-      next = static_cast<unsigned>(k) + 1;
+  std::string why_not = own_ids_unavailable();
+  bool own = why_not.empty();
+  std::string note;
+  long pid;
+  int clone_err;
+  for (;;) {
+    pid = ::syscall(SYS_clone, flags | SIGCHLD, nullptr, nullptr, nullptr, nullptr);
+    if (pid == 0) {
+      // Keep only the fds the child uses (and stdio).
+      int keep[3] = {sync_r, report_w, channel};
+      std::sort(std::begin(keep), std::end(keep));
+      unsigned next = 3;
+      for (int k : keep) {
+        if (k < 0) continue;
+        if (static_cast<unsigned>(k) > next) ::syscall(SYS_close_range, next, static_cast<unsigned>(k - 1), 0U);
+        next = static_cast<unsigned>(k) + 1;
+      }
+      ::syscall(SYS_close_range, next, ~0U, 0U);
+      child_main(sync_r, report_w, channel, new_net, arena, arena_size, mask);
     }
-    ::syscall(SYS_close_range, next, ~0U, 0U);
-    child_main(sync_r, report_w, channel, new_net, arena, arena_size, mask);
+    clone_err = errno;
+    if (pid < 0 || !own) break;
+    // Root's own ids: the maps, then the idmapped host tree, sent to the child before it
+    // is given its spec. Should either fail, this child goes, and the next one keeps the
+    // identity map.
+    Result<IdmappedTree> tree = [&]() -> Result<IdmappedTree> {
+      if (auto maps = write_id_maps(static_cast<pid_t>(pid), true); !maps) return std::unexpected(maps.error());
+      std::string ns_path = "/proc/" + std::to_string(pid) + "/ns/user";
+      UniqueFd ns(::open(ns_path.c_str(), O_RDONLY | O_CLOEXEC));
+      if (!ns) return fail("open " + ns_path);
+      return idmapped_host_tree(ns.get());
+    }();
+    if (tree && send_host_tree(m_channel_parent.get(), *tree) != 0) tree = fail("send the host's mounts to the sandbox");
+    if (tree) {
+      note = ids_note(true, "", &*tree);
+      break;
+    }
+    why_not = tree.error().message();
+    own = false;
+    ::kill(static_cast<pid_t>(pid), SIGKILL);
+    while (::waitpid(static_cast<pid_t>(pid), nullptr, 0) < 0 && errno == EINTR) {
+    }
   }
-  int clone_err = errno;
   m_sync_r.reset();
   m_report_w.reset();
   m_channel_child.reset();
   std::string error;
   if (pid < 0) {
     error = clone_error(clone_err);
-  } else if (auto maps = write_id_maps(static_cast<pid_t>(pid)); !maps) {
-    error = "write uid/gid maps: " + maps.error().message();
+  } else if (!own) {
+    if (auto maps = write_id_maps(static_cast<pid_t>(pid), false); !maps) error = "write uid/gid maps: " + maps.error().message();
+    note = ids_note(false, why_not, nullptr);
   }
   // Notified under the lock: once it is released, the object may be gone, and nothing
   // after this touches it.
   std::lock_guard<std::mutex> lock(m_mutex);
   m_pid = pid;
+  m_own_ids = own && pid > 0;
+  m_ids_note = std::move(note);
   m_error = std::move(error);
   m_ready = true;
   m_cv.notify_all();
@@ -432,8 +506,9 @@ SandboxResult run_sandbox(const SandboxSpec& spec, const std::function<void(long
   // The spec goes into the memory the child shares while the helper may still be cloning.
   // A spec too large for the arena (a huge environment) needs a child cloned with a
   // larger one.
+  FlatSpec* flat = nullptr;
   for (std::size_t size = SharedArena::k_default_capacity;
-       prestarted->m_setup_error.empty() && flatten(spec, prestarted->m_arena) == nullptr;) {
+       prestarted->m_setup_error.empty() && (flat = flatten(spec, prestarted->m_arena)) == nullptr;) {
     size *= 8;
     if (size > SharedArena::k_max_capacity) {
       res.message = "the sandbox's mount plan, arguments and environment take more than " +
@@ -458,6 +533,10 @@ SandboxResult run_sandbox(const SandboxSpec& spec, const std::function<void(long
   }
   forwarding.set_target(static_cast<pid_t>(pid));
   ::pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
+  flat->own_ids = pre.m_own_ids;
+  if (!pre.m_ids_note.empty()) res.notes.push_back(pre.m_ids_note);
+  LentPipes lent;
+  if (pre.m_own_ids) lent.lend(static_cast<uid_t>(k_own_ids_base), static_cast<gid_t>(k_own_ids_base));
 
   pre.m_adopted = true;
   (void)!::write(pre.m_sync_w.get(), "g", 1);

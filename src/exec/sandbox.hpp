@@ -106,6 +106,8 @@ class Prestart {
   std::condition_variable m_cv;
   bool m_ready = false;
   long m_pid = -1;
+  bool m_own_ids = false;   // root's own ids (exec/ids.hpp); the child has the host tree
+  std::string m_ids_note;   // for --debug
   std::string m_error;
 };
 

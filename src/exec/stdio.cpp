@@ -54,12 +54,13 @@ bool std_fd_needs_relay(int fd) {
   return true;
 }
 
-int relay_std_fds(int channel, unsigned reopened) {
+int relay_std_fds(int channel, unsigned reopened, bool keep_devices) {
   struct stat st[3] = {};
   bool relay[3] = {};
   for (int fd = 0; fd <= 2; ++fd) {
     relay[fd] = (reopened & (1U << fd)) == 0 && std_fd_needs_relay(fd);
     if (relay[fd]) ::fstat(fd, &st[fd]);
+    if (relay[fd] && keep_devices && (S_ISCHR(st[fd].st_mode) || S_ISBLK(st[fd].st_mode))) relay[fd] = false;
   }
   int theirs[4];
   // How many fds, then the std fd each one serves; k_stdin_peek marks a second read end
@@ -249,6 +250,25 @@ TerminalModes::~TerminalModes() {
               now.c_lflag == m_saved.c_lflag && std::memcmp(now.c_cc, m_saved.c_cc, sizeof now.c_cc) == 0;
   // Only from the foreground: a background process that sets them is stopped (SIGTTOU).
   if (!same && ::tcgetpgrp(m_fd) == ::getpgrp()) ::tcsetattr(m_fd, TCSADRAIN, &m_saved);
+}
+
+void LentPipes::lend(uid_t uid, gid_t gid) {
+  for (int fd = 0; fd <= 2; ++fd) {
+    struct stat st {};
+    struct statfs sfs {};
+    if (::fstat(fd, &st) != 0 || !S_ISFIFO(st.st_mode) || ::fstatfs(fd, &sfs) != 0 || sfs.f_type != PIPEFS_MAGIC) continue;
+    bool seen = false;
+    for (const auto& s : m_saved) seen = seen || (s.dev == st.st_dev && s.ino == st.st_ino);
+    if (seen || (st.st_uid == uid && st.st_gid == gid)) continue;
+    if (::fchown(fd, uid, gid) == 0) m_saved.push_back({fd, st.st_dev, st.st_ino, st.st_uid, st.st_gid});
+  }
+}
+
+LentPipes::~LentPipes() {
+  for (const auto& s : m_saved) {
+    struct stat st {};
+    if (::fstat(s.fd, &st) == 0 && st.st_dev == s.dev && st.st_ino == s.ino) (void)!::fchown(s.fd, s.uid, s.gid);
+  }
 }
 
 }  // namespace zb::exec

@@ -29,10 +29,12 @@ namespace zb::exec {
 bool std_fd_needs_relay(int fd);
 
 // The child's side, after the mount plan: every std fd not in `reopened` (a bit per fd)
-// that needs it becomes a pipe; the other ends go to the supervisor over `channel` in one
+// that needs it becomes a pipe, except, with `keep_devices`, a device node (root's own
+// ids, exec/ids.hpp: the command's root owns no host inode outside the idmapped tree, so
+// it cannot change the node's metadata, while the node's mode may deny it the reopen); the other ends go to the supervisor over `channel` in one
 // message (always sent, with zero fds if none). Close-on-exec flags are kept. No
 // allocation. 0 or -1/errno.
-int relay_std_fds(int channel, unsigned reopened);
+int relay_std_fds(int channel, unsigned reopened, bool keep_devices);
 
 // The supervisor's side: copies between the pipes of relay_std_fds and the caller's own
 // fds 0, 1 and 2, on a thread per pipe.
@@ -69,6 +71,32 @@ class TerminalModes {
  private:
   int m_fd = -1;
   termios m_saved{};
+};
+
+// Root's own ids (exec/ids.hpp): the caller's pipes on fds 0, 1 and 2 belong to host uid
+// 0, whom the command's root is not, and a pipe is mode 0600, so opening /dev/stdout (the
+// pipe again, through /proc/self/fd/1) would be refused inside. For the run such a pipe
+// is lent to the sandbox's root (fchown); its owner is put back when this object goes.
+// A pipe has no file on disk, and host users other than root cannot reach it through
+// /proc either way.
+class LentPipes {
+ public:
+  LentPipes() = default;
+  ~LentPipes();
+  LentPipes(const LentPipes&) = delete;
+  LentPipes& operator=(const LentPipes&) = delete;
+
+  void lend(uid_t uid, gid_t gid);
+
+ private:
+  struct Saved {
+    int fd;
+    dev_t dev;
+    ino_t ino;
+    uid_t uid;
+    gid_t gid;
+  };
+  std::vector<Saved> m_saved;
 };
 
 }  // namespace zb::exec

@@ -5,6 +5,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/mount.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
@@ -258,9 +259,72 @@ bool failed(MountFailure& f, MountStep step, int32_t index = -1) {
   return false;
 }
 
+// Receives root's idmapped host mounts (exec/ids.hpp: send_host_tree) and mounts each at
+// its place under /oldroot, parents first as sent. Every one must go back: a mount left
+// out would show what the host hides beneath it. No allocation. 0, or -1 with `f` set.
+int attach_host_mounts(int channel, MountFailure& f) {
+  static char data[65536 + 1];
+  char target[8192];
+  constexpr std::size_t k_max_fds = 256;
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * k_max_fds)];
+  int32_t index = 0;
+  for (bool last = false; !last;) {
+    iovec iov{data, sizeof data - 1};
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+    ssize_t n;
+    do {
+      n = ::recvmsg(channel, &msg, MSG_CMSG_CLOEXEC);
+    } while (n < 0 && errno == EINTR);
+    if (n <= 0 || (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) != 0) {
+      if (n >= 0) errno = EPROTO;
+      return failed(f, MountStep::HostTree, index), -1;
+    }
+    data[n] = '\0';
+    last = data[0] == 'E';
+    int* fds = nullptr;
+    std::size_t n_fds = 0;
+    for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
+      if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
+        fds = reinterpret_cast<int*>(CMSG_DATA(c));
+        n_fds = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+      }
+    }
+    const char* point = data + 1;
+    int rc = n_fds == 0 || (data[0] != 'M' && data[0] != 'E') ? -1 : 0;
+    if (rc != 0) errno = EPROTO;
+    for (std::size_t i = 0; i < n_fds; ++i) {
+      std::size_t len = point < data + n ? std::strlen(point) : 0;
+      if (rc == 0) {
+        std::size_t old_len = std::strlen(k_old);
+        if (len == 0 || point[0] != '/' || old_len + len + 1 > sizeof target) {
+          errno = EPROTO;
+          rc = -1;
+        } else {
+          std::memcpy(target, k_old, old_len);
+          std::memcpy(target + old_len, point, len + 1);
+          if (len == 1) target[old_len] = '\0';  // "/" itself
+          rc = static_cast<int>(::syscall(k_sys_move_mount, fds[i], "", AT_FDCWD, target, k_move_mount_f_empty_path));
+          if (rc == 0) ++index;
+        }
+      }
+      int err = errno;
+      ::close(fds[i]);
+      errno = err;
+      point += len + 1;
+    }
+    if (rc != 0) return failed(f, MountStep::HostTree, index), -1;
+  }
+  return 0;
+}
+
 }  // namespace
 
-bool execute_plan(const FlatPlan& plan, const char* staging, const char* cwd, MountFailure& f, MountReport& report) {
+bool execute_plan(const FlatPlan& plan, const char* staging, const char* cwd, int host_tree, MountFailure& f,
+                  MountReport& report) {
   // Nothing we mount may propagate back to the host.
   if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) return failed(f, MountStep::MakePrivate);
   if (::mount("tmpfs", staging, "tmpfs", MS_NOSUID | MS_NODEV, "mode=755") != 0) return failed(f, MountStep::Staging);
@@ -293,6 +357,11 @@ bool execute_plan(const FlatPlan& plan, const char* staging, const char* cwd, Mo
   // The staging tmpfs becomes the root; the host's root moves to /oldroot.
   if (::syscall(SYS_pivot_root, ".", "oldroot") != 0) return failed(f, MountStep::PivotStaging);
   if (::chdir("/") != 0) return failed(f, MountStep::PivotStaging);
+  if (host_tree >= 0) {
+    // The host's root as this namespace copied it gives way to the idmapped mounts.
+    if (::umount2(k_old, MNT_DETACH) != 0) return failed(f, MountStep::HostTree);
+    if (attach_host_mounts(host_tree, f) != 0) return false;
+  }
 
   // Overlay superblocks are the slowest ops. A helper process that shares this one's fd
   // table and root (not its memory: what it hands over goes through plan.slots, in the
@@ -387,6 +456,7 @@ std::string describe_failure(const Plan& plan, const MountFailure& f) {
     case MountStep::DetachOld: what = "detach the host root"; break;
     case MountStep::PivotNew: what = "pivot_root into the new root"; break;
     case MountStep::Chdir: what = "enter the working directory"; break;
+    case MountStep::HostTree: what = "mount the host's mounts, idmapped, in the sandbox (mount " + std::to_string(f.index + 1) + ")"; break;
     case MountStep::Unmasked:
       return "could not hide " +
              (f.index >= 0 && static_cast<size_t>(f.index) < plan.must_hide.size()

@@ -18,6 +18,7 @@ enum class MountStep : int32_t {
   PivotNew,         // pivot_root into the new root
   Chdir,            // chdir to the working directory
   Unmasked,         // plan.must_hide[index] shows the host's file
+  HostTree,         // mount the host's idmapped mounts at /oldroot (index: which one)
 };
 
 struct MountFailure {
@@ -79,8 +80,10 @@ struct FlatPlan {
 };
 
 // `staging` is an existing host directory to mount the staging tmpfs on; `cwd` is the
-// working directory to enter in the new root.
-bool execute_plan(const FlatPlan& plan, const char* staging, const char* cwd, MountFailure& failure,
+// working directory to enter in the new root. `host_tree`, if not -1, is the socket the
+// supervisor sent root's idmapped host mounts on (exec/ids.hpp: send_host_tree): they
+// stand for the host's root at /oldroot, in place of this namespace's copy of it.
+bool execute_plan(const FlatPlan& plan, const char* staging, const char* cwd, int host_tree, MountFailure& failure,
                   MountReport& report);
 
 // "mount overlay on /usr" style text for a failure, with the errno explained where the
