@@ -49,9 +49,9 @@ install(FILES README.md docs/usage.md docs/cli-reference.md docs/recipes.md docs
         DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT runtime)
 
 # ---- The C++ API: libzerobox.a, the public headers and the CMake package ----
-# libzerobox.a is zerobox_core's own object files (nothing is compiled twice), with usage
-# requirements of its own: only the public include/zerobox/ is exported, never src/.
-add_library(zerobox_lib STATIC $<TARGET_OBJECTS:zerobox_core>)
+# libzerobox.a is made of the layers' object files, as zerobox_core is (nothing is
+# compiled twice), with usage requirements of its own: only the public include/zerobox/ is exported, never src/.
+add_library(zerobox_lib STATIC ${zb_layer_objects})
 set_target_properties(zerobox_lib PROPERTIES OUTPUT_NAME zerobox EXPORT_NAME zerobox LINKER_LANGUAGE CXX)
 target_include_directories(zerobox_lib INTERFACE $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
 # The headers need C++17 at most; the archive itself was compiled as C++23 with this

@@ -17,6 +17,7 @@
 #include "exec/status_fd.hpp"
 #include "net/rules.hpp"
 #include "policy/policy.hpp"
+#include "util/env.hpp"
 #include "util/error.hpp"
 #include "util/path.hpp"
 #include "zerobox/zerobox.hpp"
@@ -122,7 +123,7 @@ void append_list(std::vector<std::string>& dst, const std::vector<std::string>& 
 std::pair<std::string, std::string> key_value(const std::string& s, const char* flag, bool value_required) {
   auto eq = s.find('=');
   std::string k = s.substr(0, eq);
-  if (!policy::valid_env_name(k)) throw UsageError{std::string(flag) + ": invalid name '" + k + "' (expected KEY=VALUE)"};
+  if (!env::valid_name(k)) throw UsageError{std::string(flag) + ": invalid name '" + k + "' (expected KEY=VALUE)"};
   if (eq == std::string::npos) {
     if (value_required) throw UsageError{std::string(flag) + ": expected KEY=VALUE, got '" + s + "'"};
     return {k, {}};
@@ -371,7 +372,7 @@ Parsed parse_args(const std::vector<std::string>& raw_args, const std::vector<st
   for (const auto& s : secrets) {
     auto [k, v] = key_value(s, "--secret", false);
     if (s.find('=') == std::string::npos) {
-      auto fromenv = policy::find_env(environ, k);
+      auto fromenv = env::find(environ, k);
       if (!fromenv) throw SetupError{"--secret " + k + ": no such variable in the environment"};
       v = *fromenv;
     }

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "cli/cli.hpp"
-#include "exec/run.hpp"
+#include "run/run.hpp"
 #include "util/error.hpp"
 #include "util/log.hpp"
 #include "util/scrub.hpp"

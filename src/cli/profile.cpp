@@ -16,6 +16,7 @@
 
 #include "cli/cli.hpp"
 #include "policy/policy.hpp"
+#include "util/env.hpp"
 #include "util/error.hpp"
 #include "util/path.hpp"
 
@@ -95,11 +96,11 @@ std::string check_owner(const std::string& flag, const std::string& abs) {
 }  // namespace
 
 void apply_profile(const std::string& name_or_file, zerobox::Policy& p, const std::vector<std::string>& environ) {
-  std::string home = policy::find_env(environ, "HOME").value_or("");
+  std::string home = env::find(environ, "HOME").value_or("");
   std::string file = name_or_file;
   bool is_name = name_or_file.find('/') == std::string::npos && !name_or_file.ends_with(".toml");
   if (is_name) {
-    std::string dir = policy::profile_lookup_dir(home, policy::find_env(environ, "XDG_CONFIG_HOME").value_or(""));
+    std::string dir = policy::profile_lookup_dir(home, env::find(environ, "XDG_CONFIG_HOME").value_or(""));
     file = path::join(dir, name_or_file + ".toml");
   } else {
     std::string cwd = "/";
@@ -157,7 +158,7 @@ void apply_profile(const std::string& name_or_file, zerobox::Policy& p, const st
       } else {
         for (auto& s : strings(node, key, file)) {
           auto eq = s.find('=');
-          if (eq == std::string::npos || !policy::valid_env_name(s.substr(0, eq))) {
+          if (eq == std::string::npos || !env::valid_name(s.substr(0, eq))) {
             throw UsageError{file + ": env: expected KEY=VALUE, got '" + s + "'"};
           }
           p.env_set.emplace_back(s.substr(0, eq), s.substr(eq + 1));

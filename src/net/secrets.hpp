@@ -16,11 +16,12 @@
 #include <vector>
 
 #include "net/rules.hpp"
+#include "policy/secrets.hpp"
 #include "util/error.hpp"
 
 namespace zb::net {
 
-inline constexpr std::string_view k_placeholder_prefix = "ZEROBOX_SECRET_";
+using policy::k_placeholder_prefix;
 // Values shorter than this are not scrubbed from responses: replacing every occurrence of a
 // three-byte string would corrupt ordinary content. zerobox warns about such values.
 inline constexpr std::size_t k_min_redacted = 8;
@@ -32,12 +33,9 @@ struct SecretEntry {
   std::vector<Rule> hosts;  // --secret-host; empty: every host the network policy allows
 };
 
-// A new placeholder: the prefix and 32 random bytes in hex.
-Result<std::string> make_placeholder();
-
-// Why a value cannot be a secret (empty, or a control byte that would end or split an
-// HTTP header line), or "" when it can.
-std::string invalid_secret_value(std::string_view value);
+// The placeholder and the value's syntax are the policy's (policy/secrets.hpp).
+using policy::invalid_secret_value;
+using policy::make_placeholder;
 
 class SecretSet {
  public:

@@ -17,6 +17,8 @@
 #include <sstream>
 #include <string_view>
 
+#include "util/ca_bundle.hpp"
+
 namespace zb::net {
 
 void OpensslFree::operator()(X509* p) const { X509_free(p); }
@@ -217,24 +219,9 @@ Result<TlsContexts> make_tls_contexts(const std::vector<std::string>& upstream_c
   return t;
 }
 
-const std::vector<std::string>& system_bundle_paths() {
-  static const std::vector<std::string> k_paths = {
-      "/etc/ssl/certs/ca-certificates.crt",  // Debian, Ubuntu, Arch, Gentoo
-      "/etc/pki/tls/certs/ca-bundle.crt",    // Fedora, RHEL
-      "/etc/ssl/ca-bundle.pem",              // openSUSE
-      "/etc/ssl/cert.pem",                   // Alpine
-  };
-  return k_paths;
-}
+const std::vector<std::string>& system_bundle_paths() { return ca_bundle::system_paths(); }
 
-std::vector<std::string> present_bundle_paths() {
-  std::vector<std::string> out;
-  for (const auto& p : system_bundle_paths()) {
-    struct stat st {};
-    if (::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(p.c_str(), R_OK) == 0) out.push_back(p);
-  }
-  return out;
-}
+std::vector<std::string> present_bundle_paths() { return ca_bundle::present_paths(); }
 
 Result<std::string> trust_bundle(const std::string& ca_pem) {
   auto present = present_bundle_paths();

@@ -72,8 +72,9 @@ Result<TlsContexts> make_tls_contexts(const std::vector<std::string>& upstream_c
 // can be read.
 Result<std::string> trust_bundle(const std::string& ca_pem);
 
-// The places distributions keep their CA bundle; those present on this host are covered by
-// the sandbox's bundle. The first one present is the one the environment variables name.
+// The places distributions keep their CA bundle (util/ca_bundle.hpp); those present on this
+// host are covered by the sandbox's bundle. The first one present is the one the
+// environment variables name.
 const std::vector<std::string>& system_bundle_paths();
 // Those of system_bundle_paths() that are readable regular files here (symlinks followed),
 // in the same order: the first is the one trust_bundle() reads and the variables name.

@@ -14,8 +14,8 @@
 #include <set>
 #include <sstream>
 
-#include "net/secrets.hpp"
-#include "net/tls.hpp"
+#include "policy/secrets.hpp"
+#include "util/ca_bundle.hpp"
 #include "util/log.hpp"
 #include "util/path.hpp"
 
@@ -331,9 +331,9 @@ Result<void> finalize_secrets(Policy& p, const Caller& c) {
       if (!s.value.empty() && s.value.back() == '\n') s.value.pop_back();
       p.deny_read.push_back(abs);
     }
-    std::string bad = net::invalid_secret_value(s.value);
+    std::string bad = invalid_secret_value(s.value);
     if (!bad.empty()) return fail_msg(flag + ": " + bad);
-    auto placeholder = net::make_placeholder();
+    auto placeholder = make_placeholder();
     if (!placeholder) return std::unexpected(placeholder.error());
     s.placeholder = std::move(*placeholder);
   }
@@ -846,9 +846,9 @@ std::vector<std::string> build_env(const Policy& p, const Caller& c) {
   for (const auto& kv : p.env_set) env[kv.first] = kv.second;
   if (!p.secrets.empty() && !p.no_sandbox) {
     for (const auto& s : p.secrets) env[s.key] = s.placeholder;
-    // The trust bundle with the run's CA is shown at the system bundle's path (run.cpp); the
+    // The trust bundle with the run's CA is shown at the system bundle's path (run/run.cpp); the
     // usual variables name it too, for clients that look nowhere else.
-    auto bundles = net::present_bundle_paths();
+    auto bundles = ca_bundle::present_paths();
     if (!bundles.empty()) {
       for (const char* k : {"SSL_CERT_FILE", "NODE_EXTRA_CA_CERTS", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE",
                             "GIT_SSL_CAINFO", "PIP_CERT"})

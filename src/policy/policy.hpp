@@ -112,8 +112,6 @@ std::string resolve_command(const std::string& name, const std::string& path_env
 // The environment the command sees, as "K=V" strings.
 std::vector<std::string> build_env(const zerobox::Policy& p, const Caller& caller);
 
-// The value of KEY in a list of "K=V" strings; nullopt when it is not set.
-std::optional<std::string> find_env(const std::vector<std::string>& environ, std::string_view key);
 
 // zerobox's own configuration. The directory `--profile NAME` reads NAME.toml from:
 // $XDG_CONFIG_HOME/zerobox when XDG_CONFIG_HOME is an absolute path, else ~/.config/zerobox
@@ -124,8 +122,6 @@ std::string profile_lookup_dir(const std::string& home, const std::string& xdg_c
 // them from being written, created or replaced inside the sandbox, whatever the policy says.
 std::vector<std::string> profile_dirs(const std::string& home, const std::string& xdg_config_home);
 
-// True for a POSIX variable name ([A-Za-z_][A-Za-z0-9_]*).
-bool valid_env_name(const std::string& k);
 
 // A --tmpfs-size value: a number of bytes with an optional K, M, G or T suffix (powers of
 // 1024, either case), more than 0. nullopt when malformed or out of range.

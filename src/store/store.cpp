@@ -18,10 +18,10 @@
 #include <nlohmann/json.hpp>
 #include <utility>
 
-#include "policy/policy.hpp"
 #include "store/internal.hpp"
 #include "store/registry.hpp"
 #include "store/sqlite.hpp"
+#include "util/env.hpp"
 #include "util/log.hpp"
 #include "util/path.hpp"
 
@@ -398,7 +398,7 @@ Store::~Store() = default;
 
 Result<std::string> Store::location(const std::vector<std::string>& environ) {
   auto get = [&](std::string_view key) -> std::string {
-    return policy::find_env(environ, key).value_or("");
+    return env::find(environ, key).value_or("");
   };
   if (auto v = get("ZEROBOX_HOME"); !v.empty()) {
     if (v.front() != '/') return fail_msg("ZEROBOX_HOME must be an absolute path, not " + in_quotes(v));
@@ -409,7 +409,7 @@ Result<std::string> Store::location(const std::vector<std::string>& environ) {
 
 Result<std::string> Store::default_location(const std::vector<std::string>& environ) {
   auto get = [&](std::string_view key) -> std::string {
-    return policy::find_env(environ, key).value_or("");
+    return env::find(environ, key).value_or("");
   };
   if (auto v = get("XDG_STATE_HOME"); !v.empty() && v.front() == '/') return v + "/zerobox";
   if (auto v = get("HOME"); !v.empty() && v.front() == '/') return v + "/.local/state/zerobox";

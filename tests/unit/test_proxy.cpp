@@ -314,7 +314,7 @@ class HttpServer {
   Server m_server;  // last: its threads use the members above
 };
 
-NetPolicy policy(const std::vector<std::string>& allow, const std::vector<std::pair<std::string, std::string>>& resolve,
+NetPolicy net_policy(const std::vector<std::string>& allow, const std::vector<std::pair<std::string, std::string>>& resolve,
                  const std::vector<std::string>& deny = {}, bool allow_all = false) {
   auto p = NetPolicy::make(allow, deny, resolve, allow_all);
   if (!p) FAIL(p.error().message());
@@ -416,7 +416,7 @@ std::string socks5_connect(const std::string& name, std::uint16_t port) {
 
 TEST_CASE("proxy: CONNECT to an allowed host relays 1 MiB both ways, early bytes first") {
   Server upstream(echo);
-  TestProxy p(policy({rule("test.example", upstream.port())}, {{"test.example", "127.0.0.1"}}));
+  TestProxy p(net_policy({rule("test.example", upstream.port())}, {{"test.example", "127.0.0.1"}}));
   Client c(p.port());
   REQUIRE(c.connected());
   // Bytes sent right behind the request, before the 200, are forwarded first.
@@ -437,7 +437,7 @@ TEST_CASE("proxy: CONNECT to an allowed host relays 1 MiB both ways, early bytes
 
 TEST_CASE("proxy: CONNECT to a host not allowed gets 403 with the reason") {
   Server upstream(echo);
-  TestProxy p(policy({rule("test.example", upstream.port())}, {{"test.example", "127.0.0.1"}, {"other.example", "127.0.0.1"}}));
+  TestProxy p(net_policy({rule("test.example", upstream.port())}, {{"test.example", "127.0.0.1"}, {"other.example", "127.0.0.1"}}));
   Client c(p.port());
   REQUIRE(c.send(connect_request(rule("other.example", upstream.port()))));
   Response r = read_response(c);
@@ -459,7 +459,7 @@ TEST_CASE("proxy: CONNECT to a host not allowed gets 403 with the reason") {
 
 TEST_CASE("proxy: CONNECT to an IP rule, and to a name resolved by the system") {
   Server upstream(echo);
-  TestProxy p(policy({rule("127.0.0.1", upstream.port()), rule("localhost", upstream.port())}, {}));
+  TestProxy p(net_policy({rule("127.0.0.1", upstream.port()), rule("localhost", upstream.port())}, {}));
   {
     Client c(p.port());
     REQUIRE(c.send(connect_request(rule("127.0.0.1", upstream.port()))));
@@ -478,7 +478,7 @@ TEST_CASE("proxy: CONNECT to an IP rule, and to a name resolved by the system") 
 TEST_CASE("proxy: the address guard refuses special addresses not named by a rule") {
   Server upstream(echo);
   // A bare --allow-net with a --deny-net: everything is allowed by name, nothing explicitly.
-  TestProxy p(policy({}, {}, {"deny.example"}, true));
+  TestProxy p(net_policy({}, {}, {"deny.example"}, true));
   {
     Client c(p.port());
     REQUIRE(c.send(connect_request(rule("127.0.0.1", upstream.port()))));
@@ -505,7 +505,7 @@ TEST_CASE("proxy: the address guard refuses special addresses not named by a rul
 TEST_CASE("proxy: absolute-form GET keeps both connections alive and strips hop-by-hop headers") {
   HttpServer upstream;
   std::string host = rule("test.example", upstream.port());
-  TestProxy p(policy({host}, {{"test.example", "127.0.0.1"}}));
+  TestProxy p(net_policy({host}, {{"test.example", "127.0.0.1"}}));
   Client c(p.port());
   REQUIRE(c.send("GET http://" + host + "/cl/a?q=1 HTTP/1.1\r\nHost: " + host +
                  "\r\nProxy-Connection: keep-alive\r\nProxy-Authorization: Basic eDp5\r\n"
@@ -538,7 +538,7 @@ TEST_CASE("proxy: absolute-form GET keeps both connections alive and strips hop-
 TEST_CASE("proxy: POST with a chunked body, and a chunked response relayed as chunked") {
   HttpServer upstream;
   std::string host = rule("test.example", upstream.port());
-  TestProxy p(policy({host}, {{"test.example", "127.0.0.1"}}));
+  TestProxy p(net_policy({host}, {{"test.example", "127.0.0.1"}}));
   Client c(p.port());
   REQUIRE(c.send("POST http://" + host + "/cl/post HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
                  "4\r\nabcd\r\n"));
@@ -565,7 +565,7 @@ TEST_CASE("proxy: POST with a chunked body, and a chunked response relayed as ch
 TEST_CASE("proxy: HEAD responses have no body, and Expect: 100-continue is answered") {
   HttpServer upstream;
   std::string host = rule("test.example", upstream.port());
-  TestProxy p(policy({host}, {{"test.example", "127.0.0.1"}}));
+  TestProxy p(net_policy({host}, {{"test.example", "127.0.0.1"}}));
   Client c(p.port());
   REQUIRE(c.send("HEAD http://" + host + "/cl/h HTTP/1.1\r\n\r\n"));
   Response r = read_response(c, true);
@@ -584,7 +584,7 @@ TEST_CASE("proxy: HEAD responses have no body, and Expect: 100-continue is answe
 TEST_CASE("proxy: a response delimited by close ends the client connection") {
   HttpServer upstream;
   std::string host = rule("test.example", upstream.port());
-  TestProxy p(policy({host}, {{"test.example", "127.0.0.1"}}));
+  TestProxy p(net_policy({host}, {{"test.example", "127.0.0.1"}}));
   Client c(p.port());
   REQUIRE(c.send("GET http://" + host + "/close HTTP/1.1\r\n\r\n"));
   Response r = read_response(c);
@@ -596,7 +596,7 @@ TEST_CASE("proxy: a response delimited by close ends the client connection") {
 TEST_CASE("proxy: a new host on a kept connection gets a new upstream connection") {
   HttpServer one, two;
   std::string h1 = rule("one.example", one.port()), h2 = rule("two.example", two.port());
-  TestProxy p(policy({h1, h2}, {{"one.example", "127.0.0.1"}, {"two.example", "127.0.0.1"}}));
+  TestProxy p(net_policy({h1, h2}, {{"one.example", "127.0.0.1"}, {"two.example", "127.0.0.1"}}));
   Client c(p.port());
   REQUIRE(c.send("GET http://" + h1 + "/cl/1 HTTP/1.1\r\n\r\n"));
   CHECK(read_response(c).body == "GET /cl/1 body=");
@@ -614,7 +614,7 @@ TEST_CASE("proxy: a new host on a kept connection gets a new upstream connection
 TEST_CASE("proxy: a kept upstream connection the server closed is replaced") {
   HttpServer upstream;
   std::string host = rule("test.example", upstream.port());
-  TestProxy p(policy({host}, {{"test.example", "127.0.0.1"}}));
+  TestProxy p(net_policy({host}, {{"test.example", "127.0.0.1"}}));
   Client c(p.port());
   REQUIRE(c.send("GET http://" + host + "/cl/quit HTTP/1.1\r\n\r\n"));
   CHECK(read_response(c).body == "GET /cl/quit body=");
@@ -626,7 +626,7 @@ TEST_CASE("proxy: a kept upstream connection the server closed is replaced") {
 
 TEST_CASE("proxy: absolute-form to a host not allowed gets 403") {
   HttpServer upstream;
-  TestProxy p(policy({rule("test.example", upstream.port())}, {{"test.example", "127.0.0.1"}}));
+  TestProxy p(net_policy({rule("test.example", upstream.port())}, {{"test.example", "127.0.0.1"}}));
   Client c(p.port());
   REQUIRE(c.send("GET http://test.example/ HTTP/1.1\r\n\r\n"));  // port 80 is not the allowed one
   Response r = read_response(c);
@@ -638,7 +638,7 @@ TEST_CASE("proxy: absolute-form to a host not allowed gets 403") {
 TEST_CASE("proxy: malformed and misdirected requests get 400") {
   HttpServer upstream;
   std::string host = rule("test.example", upstream.port());
-  TestProxy p(policy({host}, {{"test.example", "127.0.0.1"}, {"other.example", "127.0.0.1"}}));
+  TestProxy p(net_policy({host}, {{"test.example", "127.0.0.1"}, {"other.example", "127.0.0.1"}}));
   struct Case {
     std::string request;
     std::string reason;  // a part of X-Zerobox-Reason
@@ -679,7 +679,7 @@ TEST_CASE("proxy: malformed and misdirected requests get 400") {
 
 TEST_CASE("proxy: SOCKS5 CONNECT to a domain name relays") {
   Server upstream(echo);
-  TestProxy p(policy({rule("test.example", upstream.port())}, {{"test.example", "127.0.0.1"}}));
+  TestProxy p(net_policy({rule("test.example", upstream.port())}, {{"test.example", "127.0.0.1"}}));
   Client c(p.port());
   REQUIRE(c.send(std::string("\x05\x02\x02\x00", 4)));
   CHECK(c.read_n(2) == std::string("\x05\x00", 2));
@@ -694,7 +694,7 @@ TEST_CASE("proxy: SOCKS5 CONNECT to a domain name relays") {
 
 TEST_CASE("proxy: SOCKS5 refusals carry the matching reply code") {
   Server upstream(echo);
-  TestProxy p(policy({rule("test.example", upstream.port())}, {{"test.example", "127.0.0.1"}, {"other.example", "127.0.0.1"}}));
+  TestProxy p(net_policy({rule("test.example", upstream.port())}, {{"test.example", "127.0.0.1"}, {"other.example", "127.0.0.1"}}));
   auto reply_to = [&](const std::string& request) {
     Client c(p.port());
     REQUIRE(c.send(std::string("\x05\x01\x00", 3)));
@@ -715,7 +715,7 @@ TEST_CASE("proxy: SOCKS5 refusals carry the matching reply code") {
     // Nothing listens on the port of a listener that was just closed.
     std::uint16_t closed_port = 0;
     listen_local(closed_port);
-    TestProxy q(policy({rule("test.example", closed_port)}, {{"test.example", "127.0.0.1"}}));
+    TestProxy q(net_policy({rule("test.example", closed_port)}, {{"test.example", "127.0.0.1"}}));
     Client c(q.port());
     REQUIRE(c.send(std::string("\x05\x01\x00", 3) + socks5_connect("test.example", closed_port)));
     CHECK(c.read_n(2) == std::string("\x05\x00", 2));
@@ -737,7 +737,7 @@ TEST_CASE("proxy: SOCKS5 refusals carry the matching reply code") {
 }
 
 TEST_CASE("proxy: SOCKS4 is refused with reply 91") {
-  TestProxy p(policy({}, {}));
+  TestProxy p(net_policy({}, {}));
   Client c(p.port());
   REQUIRE(c.send(std::string("\x04\x01\x00\x50\x7f\x00\x00\x01user\0", 13)));
   CHECK(c.read_n(8) == std::string("\x00\x5b\x00\x00\x00\x00\x00\x00", 8));
@@ -752,7 +752,7 @@ TEST_CASE("proxy: a client resetting a busy tunnel does not take the proxy down"
     while (send_all(fd, chunk)) {
     }
   });
-  TestProxy p(policy({rule("test.example", flood.port())}, {{"test.example", "127.0.0.1"}}));
+  TestProxy p(net_policy({rule("test.example", flood.port())}, {{"test.example", "127.0.0.1"}}));
   for (int i = 0; i < 3; ++i) {
     Client c(p.port());
     REQUIRE(c.send(connect_request(rule("test.example", flood.port()))));
@@ -770,7 +770,7 @@ TEST_CASE("proxy: a client resetting a busy tunnel does not take the proxy down"
 
 TEST_CASE("proxy: stop() with open tunnels returns promptly and closes them; it is idempotent") {
   Server upstream(echo);
-  TestProxy p(policy({rule("test.example", upstream.port())}, {{"test.example", "127.0.0.1"}}));
+  TestProxy p(net_policy({rule("test.example", upstream.port())}, {{"test.example", "127.0.0.1"}}));
   std::vector<std::unique_ptr<Client>> clients;
   for (int i = 0; i < 5; ++i) {
     clients.push_back(std::make_unique<Client>(p.port()));
@@ -791,7 +791,7 @@ TEST_CASE("proxy: stop() with open tunnels returns promptly and closes them; it 
 
 TEST_CASE("proxy: a thousand concurrent tunnels") {
   Server upstream(echo);
-  TestProxy p(policy({rule("test.example", upstream.port())}, {{"test.example", "127.0.0.1"}}));
+  TestProxy p(net_policy({rule("test.example", upstream.port())}, {{"test.example", "127.0.0.1"}}));
   constexpr int k_count = 1000;
   std::vector<std::unique_ptr<Client>> clients;
   for (int i = 0; i < k_count; ++i) {
@@ -811,7 +811,7 @@ TEST_CASE("proxy: a thousand concurrent tunnels") {
 }
 
 TEST_CASE("proxy: running out of file descriptors pauses accepting, it does not stop it") {
-  TestProxy p(policy({}, {}));
+  TestProxy p(net_policy({}, {}));
   rlimit saved{};
   REQUIRE(::getrlimit(RLIMIT_NOFILE, &saved) == 0);
   // Fill the descriptor table, keeping the client's socket made beforehand.

@@ -14,7 +14,7 @@
 
 #include "cli/cli.hpp"
 #include "exec/blocked.hpp"
-#include "exec/run.hpp"
+#include "run/run.hpp"
 #include "exec/sandbox.hpp"
 #include "testutil.hpp"
 

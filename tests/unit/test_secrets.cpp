@@ -45,7 +45,7 @@ TEST_CASE("secret values that would break a header line are refused") {
 }
 
 TEST_CASE("a secret applies to its --secret-host rules, or to every allowed host") {
-  // The policy of --allow-net and --deny-net alone, as run.cpp makes it.
+  // The policy of --allow-net and --deny-net alone, as run/run.cpp makes it.
   auto allow_net = NetPolicy::make({"allowed.com", "*.wild.com"}, {"denied.api.com"}, {}, false);
   REQUIRE(allow_net);
   SecretSet set({entry("A", "value-aaaa", {"api.com", "*.api.com:443"}), entry("B", "value-bbbb")}, *allow_net);

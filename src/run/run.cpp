@@ -17,7 +17,7 @@
 
 #include "exec/blocked.hpp"
 #include "exec/landlock.hpp"
-#include "exec/run.hpp"
+#include "run/run.hpp"
 #include "exec/sandbox.hpp"
 #include "exec/seccomp.hpp"
 #include "exec/signals.hpp"
@@ -30,6 +30,7 @@
 #include "snapshot/journal.hpp"
 #include "store/registry.hpp"
 #include "store/store.hpp"
+#include "util/env.hpp"
 #include "util/log.hpp"
 #include "util/path.hpp"
 #include "zerobox/zerobox.hpp"
@@ -84,7 +85,7 @@ zb::Result<zb::net::ProxySecrets> make_secrets(const Policy& p) {
 
 std::vector<std::string> exec_candidates(const std::string& name, const std::vector<std::string>& env) {
   if (name.find('/') != std::string::npos) return {name};
-  std::string path = zb::policy::find_env(env, "PATH").value_or("");
+  std::string path = zb::env::find(env, "PATH").value_or("");
   if (path.empty()) path = "/usr/local/bin:/usr/bin:/bin";
   std::vector<std::string> out;
   size_t start = 0;
