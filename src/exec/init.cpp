@@ -19,6 +19,7 @@
 #include <cstring>
 
 #include "exec/caps.hpp"
+#include "exec/execvp.hpp"
 #include "exec/landlock.hpp"
 #include "exec/netns.hpp"
 #include "exec/seccomp.hpp"
@@ -84,22 +85,7 @@ int start_guard(const InitArgs& a, int channel) {
   if (exec_err_fd > 3) ::syscall(SYS_close_range, 3U, static_cast<unsigned>(exec_err_fd - 1), 0U);
   ::syscall(SYS_close_range, static_cast<unsigned>(exec_err_fd + 1), ~0U, 0U);
 
-  int err = ENOENT;
-  bool saw_eacces = false;
-  for (char* const* c = a.candidates; *c != nullptr; ++c) {
-    ::execve(*c, a.argv, a.envp);
-    err = errno;
-    if (err == EACCES) {
-      // A file that is there but not executable makes it 126, as in the shells; a PATH
-      // directory we may not search hides nothing we could run, so that stays "not found".
-      struct stat st {};
-      if (::stat(*c, &st) == 0) saw_eacces = true;
-      continue;
-    }
-    if (err == ENOENT || err == ENOTDIR || err == ENAMETOOLONG || err == ELOOP) continue;
-    break;
-  }
-  if (err == ENOENT && saw_eacces) err = EACCES;
+  int err = exec_first(a.candidates, a.argv, a.envp);
   int32_t e = err;
   (void)!::write(exec_err_fd, &e, sizeof e);
   ::_exit(127);

@@ -39,8 +39,7 @@ enum ChildMsgType : int32_t {
 };
 
 enum ChildStep : int32_t {
-  k_step_sync = 1,
-  k_step_loopback,
+  k_step_loopback = 2,
   k_step_mount,  // value: MountStep, index: op index
   k_step_caps,
   k_step_no_new_privs,

@@ -56,6 +56,13 @@ struct FlatSpec {
   bool own_ids;
 };
 
+// A failed step of the child: its report ({step, index, errno}, errno as it is now by
+// default), then exit. No allocation.
+[[noreturn]] void die(int report_fd, int32_t step, int32_t index = -1, int32_t err = errno, int32_t value = 0) {
+  send_msg(report_fd, k_msg_setup_failed, step, index, err, value);
+  ::_exit(1);
+}
+
 // The child side, from clone() to run_init(). It is a copy of the helper thread of a
 // process whose other threads may hold locks (malloc's among them), so it allocates
 // nothing: it reads its spec from the shared arena and reports failures on the report
@@ -70,14 +77,8 @@ struct FlatSpec {
   // creating the namespaces, and this way it overlaps with the helper writing the uid/gid
   // maps (the child holds every capability in its user namespace, mapped or not).
   if (new_net) {
-    if (::unshare(CLONE_NEWNET) != 0) {
-      send_msg(report_fd, k_msg_setup_failed, k_step_netns, -1, errno, 0);
-      ::_exit(1);
-    }
-    if (bring_up_loopback() != 0) {
-      send_msg(report_fd, k_msg_setup_failed, k_step_loopback, -1, errno, 0);
-      ::_exit(1);
-    }
+    if (::unshare(CLONE_NEWNET) != 0) die(report_fd, k_step_netns);
+    if (bring_up_loopback() != 0) die(report_fd, k_step_loopback);
   }
   // Wait for the uid/gid maps and the spec. EOF means the supervisor is gone or gave up.
   char go = 0;
@@ -89,10 +90,7 @@ struct FlatSpec {
   ::close(sync_fd);
   const FlatSpec& s = *reinterpret_cast<const FlatSpec*>(arena);
   if (s.own_ids) {
-    if (become_own_root(SIGKILL) != 0) {
-      send_msg(report_fd, k_msg_setup_failed, k_step_ids, -1, errno, 0);
-      ::_exit(1);
-    }
+    if (become_own_root(SIGKILL) != 0) die(report_fd, k_step_ids);
     // The parent-death signal came back only now: if the supervisor went in between, the
     // report pipe has no reader left.
     pollfd p{report_fd, POLLOUT, 0};
@@ -104,50 +102,32 @@ struct FlatSpec {
   ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
   scrub::wipe();
 
-  if (s.proxy_port != 0 && send_proxy_listener(channel, s.proxy_port) != 0) {
-    send_msg(report_fd, k_msg_setup_failed, k_step_proxy, -1, errno, 0);
-    ::_exit(1);
-  }
+  if (s.proxy_port != 0 && send_proxy_listener(channel, s.proxy_port) != 0) die(report_fd, k_step_proxy);
   overlay::MountFailure mf;
   overlay::MountReport mr;
   if (!overlay::execute_plan(s.plan, s.staging, s.cwd, s.own_ids ? channel : -1, mf, mr)) {
-    send_msg(report_fd, k_msg_setup_failed, k_step_mount, mf.index, mf.err, static_cast<int32_t>(mf.step));
-    ::_exit(1);
+    die(report_fd, k_step_mount, mf.index, mf.err, static_cast<int32_t>(mf.step));
   }
   // The caller's stdio: device nodes were opened again read-only by the plan; files
   // become pipes to the supervisor (exec/stdio.hpp).
-  if (relay_std_fds(channel, mr.std_reopened, s.own_ids) != 0) {
-    send_msg(report_fd, k_msg_setup_failed, k_step_stdio, -1, errno, 0);
-    ::_exit(1);
-  }
+  if (relay_std_fds(channel, mr.std_reopened, s.own_ids) != 0) die(report_fd, k_step_stdio);
   ::close(channel);
   for (int i = 0; i < mr.n_skipped; ++i) send_msg(report_fd, k_msg_skipped, 0, mr.skipped[i], mr.skipped_err[i], 0);
 
-  if (set_no_new_privs() != 0) {
-    send_msg(report_fd, k_msg_setup_failed, k_step_no_new_privs, -1, errno, 0);
-    ::_exit(1);
-  }
+  if (set_no_new_privs() != 0) die(report_fd, k_step_no_new_privs);
   if (s.landlock.abi > 0) {
     int failed_rule = -1;
-    if (apply_landlock(s.landlock, mr.host_pts_fd, failed_rule) != 0) {
-      send_msg(report_fd, k_msg_setup_failed, k_step_landlock, failed_rule, errno, 0);
-      ::_exit(1);
-    }
+    if (apply_landlock(s.landlock, mr.host_pts_fd, failed_rule) != 0) die(report_fd, k_step_landlock, failed_rule);
     send_msg(report_fd, k_msg_landlock, 0, 0, 0, s.landlock.abi);
   }
   if (mr.host_pts_fd >= 0) ::close(mr.host_pts_fd);
-  // With the create guard, init keeps CAP_SYS_PTRACE (in the sandbox's user namespace
-  // only) to read the memory of a command that made itself non-dumpable; the command
-  // drops it before execve (init.cpp).
+  // Capabilities go after Landlock; the order does not matter to either, since Landlock
+  // needs no capability once no_new_privs is set. With the create guard, init keeps
+  // CAP_SYS_PTRACE (in the sandbox's user namespace only) to read the memory of a command
+  // that made itself non-dumpable; the command drops it before execve (init.cpp).
   bool guarded = s.n_guard_filter != 0 && (s.guard.count != 0 || s.guard.n_names != 0);
-  if (drop_all_capabilities(guarded ? CAP_SYS_PTRACE : -1) != 0) {
-    send_msg(report_fd, k_msg_setup_failed, k_step_caps, -1, errno, 0);
-    ::_exit(1);
-  }
-  if (s.n_seccomp != 0 && apply_seccomp({s.seccomp, s.n_seccomp}) != 0) {
-    send_msg(report_fd, k_msg_setup_failed, k_step_seccomp, -1, errno, 0);
-    ::_exit(1);
-  }
+  if (drop_all_capabilities(guarded ? CAP_SYS_PTRACE : -1) != 0) die(report_fd, k_step_caps);
+  if (s.n_seccomp != 0 && apply_seccomp({s.seccomp, s.n_seccomp}) != 0) die(report_fd, k_step_seccomp);
   run_init(InitArgs{report_fd, s.argv, s.envp, s.candidates, arena, arena_size, s.guard_filter, s.n_guard_filter, s.guard});
 }
 

@@ -16,6 +16,7 @@
 #include <utility>
 
 #include "exec/blocked.hpp"
+#include "exec/execvp.hpp"
 #include "exec/landlock.hpp"
 #include "run/run.hpp"
 #include "exec/sandbox.hpp"
@@ -129,7 +130,9 @@ int finish(StatusFd& status, const std::string& cmd, zb::exec::Outcome outcome, 
   return rc;
 }
 
-// --no-sandbox: the environment policy only.
+// --no-sandbox: the environment policy only. The child reports on a pipe, as init does:
+// {0, errno} when no candidate could be run, {1, errno} when it could not enter the
+// working directory (a setup error, not the command's exit status).
 int run_unsandboxed(const Policy& p, const std::vector<std::string>& env, StatusFd& status) {
   auto cands = exec_candidates(p.argv[0], env);
   std::vector<char*> argv, envp, cv;
@@ -137,12 +140,19 @@ int run_unsandboxed(const Policy& p, const std::vector<std::string>& env, Status
   argv.push_back(nullptr);
   for (const auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
   envp.push_back(nullptr);
+  for (const auto& c : cands) cv.push_back(const_cast<char*>(c.c_str()));
+  cv.push_back(nullptr);
   int errpipe[2];
   if (::pipe2(errpipe, O_CLOEXEC) != 0) return setup_failed(status, std::string("pipe: ") + std::strerror(errno));
   zb::exec::SignalForwarding forwarding;
   pid_t parent = ::getpid();
   pid_t pid = ::fork();
-  if (pid < 0) return setup_failed(status, std::string("fork: ") + std::strerror(errno));
+  if (pid < 0) {
+    int err = errno;
+    ::close(errpipe[0]);
+    ::close(errpipe[1]);
+    return setup_failed(status, std::string("fork: ") + std::strerror(err));
+  }
   if (pid == 0) {
     ::close(errpipe[0]);
     struct sigaction dfl {};
@@ -152,30 +162,30 @@ int run_unsandboxed(const Policy& p, const std::vector<std::string>& env, Status
     // Even without a sandbox, the command does not outlive zerobox.
     ::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
     if (::getppid() != parent) ::_exit(125);
-    if (::chdir(p.cwd.c_str()) != 0) ::_exit(125);
-    int err = ENOENT;
-    bool eacces = false;
-    for (const auto& c : cands) {
-      ::execve(c.c_str(), argv.data(), envp.data());
-      err = errno;
-      if (err == EACCES) eacces = true;
-      if (err != ENOENT && err != ENOTDIR && err != EACCES) break;
+    int32_t report[2] = {0, 0};
+    if (::chdir(p.cwd.c_str()) != 0) {
+      report[0] = 1;
+      report[1] = errno;
+    } else {
+      report[1] = zb::exec::exec_first(cv.data(), argv.data(), envp.data());
     }
-    if (err == ENOENT && eacces) err = EACCES;
-    (void)!::write(errpipe[1], &err, sizeof err);
+    (void)!::write(errpipe[1], report, sizeof report);
     ::_exit(127);
   }
   ::close(errpipe[1]);
   forwarding.set_target(pid);
   status.child_started(pid);
-  int err = 0;
-  bool failed = ::read(errpipe[0], &err, sizeof err) == static_cast<ssize_t>(sizeof err);
+  int32_t report[2] = {0, 0};
+  bool failed = ::read(errpipe[0], report, sizeof report) == static_cast<ssize_t>(sizeof report);
   ::close(errpipe[0]);
   int st = 0;
   while (::waitpid(pid, &st, 0) < 0 && errno == EINTR) {
   }
   using zb::exec::Outcome;
-  if (failed) return finish(status, p.argv[0], Outcome::ExecFailed, 0, 0, err);
+  if (failed && report[0] == 1) {
+    return setup_failed(status, "enter the working directory " + log::quote(p.cwd) + ": " + std::strerror(report[1]));
+  }
+  if (failed) return finish(status, p.argv[0], Outcome::ExecFailed, 0, 0, report[1]);
   if (WIFSIGNALED(st)) return finish(status, p.argv[0], Outcome::Signaled, 0, WTERMSIG(st), 0);
   return finish(status, p.argv[0], Outcome::Exited, WEXITSTATUS(st), 0, 0);
 }
