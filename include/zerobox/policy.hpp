@@ -24,18 +24,18 @@ struct Secret {
   std::string value;               // never logged, never passed into the sandbox
   std::vector<std::string> hosts;  // --secret-host; empty means every allowed host
   std::string file;                // --secret-file: the value is read from here
-  std::string placeholder;         // set by finalize(): what the command sees instead
+  std::string placeholder;         // output, set by run(): what the command sees instead
 };
 
 struct Policy {
-  // Filesystem. Paths are as given until finalize(), then absolute and canonical.
+  // Filesystem. Paths are as given; run() makes them absolute and canonical first.
   bool read_restricted = false;  // --allow-read was given
   std::vector<std::string> allow_read;
   std::vector<std::string> deny_read;
   bool write_all = false;  // bare --allow-write
   std::vector<std::string> allow_write;
-  // Set by finalize(): the --allow-write paths that did not exist and lie inside another
-  // writable path. zerobox does not create them (the command may, as it would below any
+  // Output (run() sets it; a value given is overwritten): the --allow-write paths that
+  // did not exist and lie inside another writable path. zerobox does not create them (the command may, as it would below any
   // writable path): they lift protection for themselves and everything below them.
   std::vector<std::string> allow_write_new;
   std::vector<std::string> deny_write;
@@ -51,8 +51,9 @@ struct Policy {
   std::vector<std::pair<std::string, std::string>> resolve;  // --resolve HOST:IP
   std::vector<std::string> upstream_ca;
   std::vector<Secret> secrets;
-  // Set by finalize(): a bare --allow-net (or -A) together with --deny-net or secrets
-  // (filtered mode where everything but the denied names is allowed).
+  // Output (run() sets it; a value given is overwritten): a bare --allow-net (or -A)
+  // together with --deny-net or secrets (filtered mode where everything but the denied
+  // names is allowed).
   bool allow_net_all = false;
 
   // Environment.
@@ -65,8 +66,9 @@ struct Policy {
   SnapshotMode snapshot = SnapshotMode::Off;
   std::vector<std::string> snapshot_paths;
   std::vector<std::string> snapshot_exclude;
-  // Set by finalize(): the tracked paths stand for "everything" (a bare --allow-write),
-  // so the store may lie inside one of them (it is masked there).
+  // Output (run() sets it; a value given is overwritten): the tracked paths stand for
+  // "everything" (a bare --allow-write), so the store may lie inside one of them (it is
+  // masked there).
   bool snapshot_everything = false;
 
   // The command and how it runs.

@@ -27,10 +27,10 @@ Parsed parse_args(const std::vector<std::string>& args, const std::vector<std::s
 // words are not plain enough to guess from (a profile, clustered short options).
 std::optional<bool> guess_new_net(const std::vector<std::string>& args);
 
-// Applies a TOML profile to a policy (the CLI's own flags are applied afterwards).
 // `zerobox snapshot ...` (args after "snapshot"); returns the exit status.
 int snapshot_main(const std::vector<std::string>& args, const std::vector<std::string>& environ);
 
+// Applies a TOML profile to a policy (the CLI's own flags are applied afterwards).
 void apply_profile(const std::string& name_or_file, zerobox::Policy& p, const std::vector<std::string>& environ);
 
 }  // namespace zb::cli

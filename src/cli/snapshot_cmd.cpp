@@ -1,4 +1,4 @@
-// `zerobox snapshot SUBCOMMAND` (CLI.md "Snapshot subcommands"): list, show, diff,
+// `zerobox snapshot SUBCOMMAND` (docs/usage.md "zerobox snapshot subcommands"): list, show, diff,
 // accept, discard, restore and clean. Exit status: 0 done, 1 refused or failed (a
 // conflict, an unknown id, a session in the wrong state), 2 usage error, 125 a running
 // sandbox could write the store.

@@ -8,10 +8,11 @@
 //
 // So root's sandbox maps its ids 0 .. k_count-1 to host ids k_base .. k_base+k_count-1,
 // a range no host user has, and the host's files keep their owners inside through
-// idmapped mounts: the supervisor, root in the initial user namespace, clones the host's
-// mount tree as a detached tree, idmaps each of its mounts whose file system allows it
-// with the sandbox's own user namespace, and hands the tree to the child, which mounts
-// it as the host root it builds the sandbox from (/oldroot). A file that host uid 0 owns
+// idmapped mounts: the supervisor, root in the initial user namespace, clones each host
+// mount that a path reaches as a detached mount of its own, idmaps those whose file
+// system allows it with the sandbox's own user namespace, and hands them to the child,
+// which mounts them back, parents first, as the host root it builds the sandbox from
+// (/oldroot). A file that host uid 0 owns
 // there shows as the sandbox root's, and what the sandbox's root creates there is stored
 // as uid 0, as it would be outside. Mounts that cannot be idmapped (proc, sysfs, devpts,
 // cgroup; tmpfs before Linux 6.3) show their files with unmapped owners, as nobody's.

@@ -1,7 +1,8 @@
 // The sandbox itself: clone() into new namespaces, the uid/gid map handshake, the mount
-// plan, the capability drop, no_new_privs, Landlock and seccomp, then our own pid 1 that
-// forks the command, forwards signals and reaps. The supervisor (the caller) stays in
-// the host's namespaces and only waits.
+// plan, no_new_privs, Landlock, the capability drop and seccomp, then our own pid 1 that
+// starts the command (vfork), forwards signals and reaps. The supervisor (the caller)
+// stays in the host's namespaces: it reads the child's reports, copies relayed stdio and,
+// in filtered mode, serves the proxy (run/run.cpp).
 #pragma once
 
 #include <linux/filter.h>

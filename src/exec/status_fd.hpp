@@ -1,4 +1,4 @@
-// --status-fd: lifecycle events as JSON Lines (protocol version 1, CLI.md).
+// --status-fd: lifecycle events as JSON Lines (protocol version 1, docs/usage.md "--status-fd protocol").
 #pragma once
 
 #include <mutex>

@@ -1,4 +1,4 @@
-// The one host grammar (DESIGN.md "Network"): HTTP Host headers, absolute-form request
+// The one host grammar (docs/usage.md "Network"): HTTP Host headers, absolute-form request
 // URIs, CONNECT authorities, SOCKS5 domain names and --allow-net/--deny-net/--resolve
 // rules are all parsed here, so no two parsers can disagree about which host a request
 // names.

@@ -1,4 +1,4 @@
-// The in-process proxy of filtered mode (DESIGN.md "Network"): one listening socket,
+// The in-process proxy of filtered mode (docs/security.md "Filtered network"): one listening socket,
 // created inside the sandbox's network namespace and passed to the supervisor, served
 // from the host's namespace by an Asio event loop on a thread of the supervisor.
 //

@@ -1,5 +1,4 @@
-// Which hosts a filtered sandbox may reach (CLI.md "Network", "Details that are fixed":
-// domain rules), and the resolved-address guard against DNS rebinding and SSRF.
+// Which hosts a filtered sandbox may reach (docs/usage.md "Network": domain rules), and the resolved-address guard against DNS rebinding and SSRF.
 #pragma once
 
 #include <netinet/in.h>

@@ -1,4 +1,4 @@
-// Secrets (CLI.md "Secrets"): the sandbox holds a placeholder, ZEROBOX_SECRET_<64 hex>, and
+// Secrets (docs/usage.md "Secrets"): the sandbox holds a placeholder, ZEROBOX_SECRET_<64 hex>, and
 // the proxy puts the real value in its place in requests to the secret's approved hosts: in
 // the request target and in header values, including inside the base64 of Basic
 // credentials. Nothing is substituted toward any other host, and never in responses; the

@@ -1,4 +1,4 @@
-// The per-run certificate authority of secrets (DESIGN.md "Network"): a CA key and
+// The per-run certificate authority of secrets (docs/security.md "Secrets"): a CA key and
 // certificate made in memory at start-up with OpenSSL 3, and leaf certificates signed by it
 // for the hosts whose TLS the proxy terminates. Nothing here is ever written to disk; the
 // sandbox receives only the CA certificate, inside its trust bundle.

@@ -180,7 +180,7 @@ Result<void> canonical_list(std::vector<std::string>& list, const char* flag, co
 }
 
 // --allow-write: canonical_list's rules, except for a missing path inside another
-// writable path (CLI.md "Protected paths"). zerobox does not create that one, whether its
+// writable path (docs/usage.md "Protected paths"). zerobox does not create that one, whether its
 // parent exists or not: `--allow-write=.,dest/.git` is how `git clone URL dest` gets a
 // repository of its own, and a dest/.git made beforehand would make git refuse the
 // destination as not empty (a .gitmodules made beforehand would be a directory).
@@ -220,9 +220,9 @@ std::vector<std::string> own_profile_dirs(const Caller& c) {
   return profile_dirs(c.home, xdg == c.env.end() ? std::string() : xdg->second);
 }
 
-// The tracked roots of a snapshot run (CLI.md --snapshot-path): canonical, writable,
+// The tracked roots of a snapshot run (docs/cli-reference.md --snapshot-path): canonical, writable,
 // none inside another. Default: the working directory when it is writable, else every
-// --allow-write path inside it, else every --allow-write directory (CLI.md leaves that
+// --allow-write path inside it, else every --allow-write directory (the contract leaves that
 // case open; tracking nothing would make --snapshot silently useless); with a bare
 // --allow-write, the whole root. Single files named in --allow-write are not tracked: an
 // overlay needs a directory.
@@ -289,7 +289,7 @@ Result<void> tracked_roots(Policy& p, const Caller& c) {
   return {};
 }
 
-// Secrets (CLI.md "Secrets"): values read from their files, checked, given placeholders; each
+// Secrets (docs/usage.md "Secrets"): values read from their files, checked, given placeholders; each
 // --secret-file is masked in the sandbox (added to --deny-read).
 Result<void> finalize_secrets(Policy& p, const Caller& c) {
   if (p.secrets.empty()) return {};

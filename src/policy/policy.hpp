@@ -1,6 +1,6 @@
 // Validation and canonicalisation of a Policy, and the filesystem rules derived from it.
 // Touches the filesystem only through stat/lstat/realpath (and mkdir for an --allow-write
-// path whose parent exists, which CLI.md asks for).
+// path whose parent exists, which docs/usage.md promises).
 #pragma once
 
 #include <cstdint>
@@ -30,7 +30,7 @@ Caller current_caller(const std::vector<std::string>& environ);
 // absolute form. A failure here is a setup error (exit 125) with a one-line message.
 Result<void> finalize(zerobox::Policy& p, const Caller& caller);
 
-// Write-protected names, relative to each writable root (CLI.md "Protected paths").
+// Write-protected names, relative to each writable root (docs/usage.md "Protected paths").
 const std::vector<std::string>& protected_write_names();
 // Read-protected paths; "~/" is the caller's home. "/etc/ssh/*key*" is a glob.
 const std::vector<std::string>& protected_read_paths();
@@ -72,7 +72,7 @@ struct FsRules {
   // of with "..".
   std::vector<std::string> pinned_dirs;
   // Denied paths that do not exist but whose parent is writable: an empty file is
-  // created there for the run (exec/placeholders.cpp) so that it can be masked. They
+  // created there for the run (exec::Placeholders, exec/blocked.hpp) so that it can be masked. They
   // are already listed in masked/read_only.
   std::vector<std::string> placeholders;
   // The create guard's depth rule (exec/guard.hpp, GuardList): the directories below

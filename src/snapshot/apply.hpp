@@ -1,5 +1,5 @@
 // Changing the real filesystem: accept, restore and discard of a session, and recovery
-// of one that was interrupted (CLI.md "Snapshot subcommands", "Sessions").
+// of one that was interrupted (docs/usage.md "zerobox snapshot subcommands").
 //
 // Every change describes its target before (old_*) and after (new_*). Applying a
 // session moves each target from its before-state to its after-state:

@@ -1,6 +1,5 @@
 // Reading an overlayfs upper layer back into the list of changes the sandboxed command
-// made to one tracked root (DESIGN.md "Overlay and journal": the scan at exit walks only
-// the upper layer).
+// made to one tracked root: the scan at exit walks only the upper layer, never the tree.
 //
 // The upper layer must come from an overlay mounted with `userxattr` (inside a user
 // namespace) or, privileged, with `redirect_dir=off,metacopy=off`: then every entry of the

@@ -1,4 +1,4 @@
-// Rendering a session's changes for `zerobox snapshot diff` (CLI.md "Snapshot
+// Rendering a session's changes for `zerobox snapshot diff` (docs/usage.md "Snapshot
 // subcommands", "Diff output"): unified diffs of text files, --stat, --name-status and
 // --json.
 #pragma once

@@ -1,5 +1,5 @@
 // --snapshot-exclude: gitignore-like patterns matched against paths relative to a tracked
-// root (CLI.md "Snapshots").
+// root (docs/usage.md "Snapshots").
 //
 // The rules are gitignore's, without negation:
 //   - a pattern without a slash (a trailing one aside) matches a name at any depth:

@@ -1,5 +1,5 @@
 // Recording a finished run: the overlay upper layers of a session become rows of the
-// journal and blobs of the store (DESIGN.md "Overlay and journal").
+// journal and blobs of the store (store/store.hpp).
 //
 // For each tracked overlay N (session.roots[N]) the upper layer STORE/sessions/ID/upper/N
 // is walked once (snapshot/changeset.hpp); nothing else of the tracked tree is read, so

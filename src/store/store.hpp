@@ -1,6 +1,6 @@
 // The store: a SQLite journal of sessions and their changes, content-addressed blobs
-// (pre-images and accepted contents) and the per-session overlay layers (CLI.md "Store",
-// DESIGN.md "Overlay and journal"). The store is never mounted into a sandbox.
+// (pre-images and accepted contents) and the per-session overlay layers (docs/usage.md,
+// "The store"). The store is never mounted into a sandbox.
 //
 // On-disk format
 // ==============
@@ -16,8 +16,8 @@
 //                                Left behind only by a crash, and then garbage.
 //     sessions/
 //       ID/                      one per session; ID is 32 lowercase hex digits (getrandom)
-//         upper/  work/          overlay upper and work directories (DESIGN.md: the
-//                                overlay of tracked root N uses upper/N and work/N)
+//         upper/  work/          overlay upper and work directories (the overlay of
+//                                tracked root N uses upper/N and work/N)
 //         lock                   flock(2)ed while a process works on the session; holds
 //                                the holder's pid in decimal
 //
@@ -81,7 +81,7 @@
 //   intents(id INTEGER PRIMARY KEY, session TEXT NOT NULL, op TEXT NOT NULL,
 //           path BLOB NOT NULL, state TEXT NOT NULL, data TEXT)
 //     operations on the real filesystem, written before they are carried out, for crash
-//     recovery (DESIGN.md invariant 4). Deleted with their session.
+//     recovery (ARCHITECTURE.md: nothing is lost). Deleted with their session.
 //     Index intents_by_session on intents(session).
 //
 // Connections use WAL, busy_timeout 5000 ms, foreign_keys=ON and synchronous=NORMAL (a
@@ -208,7 +208,7 @@ std::string encode_xattrs(const Xattrs& x);
 std::optional<Xattrs> decode_xattrs(std::string_view s);
 
 // An operation on the real filesystem that was started and may not have finished
-// (DESIGN.md invariant 4). op is "accept" or "restore"; data is the operation's own
+// (ARCHITECTURE.md: nothing is lost). op is "accept" or "restore"; data is the operation's own
 // description (JSON), enough to finish or undo it.
 struct Intent {
   std::int64_t id = 0;

@@ -30,7 +30,7 @@ inline std::unexpected<SysError> fail_msg(std::string what) {
   return std::unexpected(SysError{std::move(what), 0});
 }
 
-// The exit codes of CLI.md.
+// The exit codes (docs/cli-reference.md "Exit status").
 inline constexpr int k_exit_usage = 2;
 inline constexpr int k_exit_setup = 125;
 inline constexpr int k_exit_not_executable = 126;

@@ -56,7 +56,7 @@ Kind kind_of(const std::string& p);  // follows symlinks
 // Whether a directory has no entries; an error (with errno) when it cannot be listed.
 Result<bool> is_empty_dir(const std::string& p);
 
-// Splits "a,b\,c" into {"a", "b,c"} (CLI.md: "\," is a literal comma).
+// Splits "a,b\,c" into {"a", "b,c"} (docs/cli-reference.md: "\," is a literal comma).
 std::vector<std::string> split_list(std::string_view s);
 
 }  // namespace zb::path

@@ -1,6 +1,6 @@
 # Snapshots: --snapshot, --restore, --review and `zerobox snapshot list|show|diff|accept|
-# discard|restore|clean` (CLI.md "Snapshots", "Snapshot subcommands", "Store", "Details
-# that are fixed"). Every kind of change is run with --review, accepted (the host then
+# discard|restore|clean` (docs/usage.md "Snapshots", "zerobox snapshot subcommands", "The
+# store"). Every kind of change is run with --review, accepted (the host then
 # holds exactly what the command saw), restored (the host is back byte for byte) and the
 # restore undone.
 . "$(dirname "$0")/lib.sh"
@@ -120,7 +120,7 @@ expect_contains "$OUT" "A	r2/x2/r" "dir_rename: the new path is listed as added"
 
 snap_case file_rename 'printf "same content\n" >old.txt' 'mv old.txt new.txt'
 zb snapshot diff "$CASE_ID"
-expect_contains "$OUT" "rename from old.txt" "file_rename: diff shows the rename (CLI.md: diff shows renamed changes)"
+expect_contains "$OUT" "rename from old.txt" "file_rename: diff shows the rename (diff shows renamed changes)"
 
 snap_case f2d 'echo a >f2d' 'rm f2d; mkdir f2d; echo in >f2d/in' "T	f2d
 A	f2d/in"
