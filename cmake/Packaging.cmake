@@ -46,6 +46,7 @@ endif()
 install(FILES ${ZEROBOX_DOCS_DIR}/zerobox.fish DESTINATION ${CMAKE_INSTALL_DATADIR}/fish/vendor_completions.d
         COMPONENT runtime)
 install(FILES README.md docs/usage.md docs/cli-reference.md docs/recipes.md docs/security.md docs/packaging.md
+              docs/glossary.md
         DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT runtime)
 
 # ---- The C++ API: libzerobox.a, the public headers and the CMake package ----
