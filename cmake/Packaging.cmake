@@ -8,7 +8,8 @@ include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
 # ---- Man page and shell completions, generated from the CLI11 Apps (src/cli/app.hpp) ----
-add_executable(zb_docs_gen src/cli/docs_gen.cpp)
+add_executable(zb_docs_gen tools/docs_gen/main.cpp tools/docs_gen/model.cpp tools/docs_gen/man.cpp
+               tools/docs_gen/bash.cpp tools/docs_gen/zsh.cpp tools/docs_gen/fish.cpp)
 target_link_libraries(zb_docs_gen PRIVATE zerobox_core)
 set(ZEROBOX_DOCS_DIR ${CMAKE_BINARY_DIR}/generated/docs)
 set(zerobox_docs_outputs ${ZEROBOX_DOCS_DIR}/zerobox.1 ${ZEROBOX_DOCS_DIR}/zerobox.1.gz ${ZEROBOX_DOCS_DIR}/zerobox.bash
@@ -16,10 +17,10 @@ set(zerobox_docs_outputs ${ZEROBOX_DOCS_DIR}/zerobox.1 ${ZEROBOX_DOCS_DIR}/zerob
 add_custom_command(
   OUTPUT ${zerobox_docs_outputs}
   COMMAND ${CMAKE_COMMAND} -E make_directory ${ZEROBOX_DOCS_DIR}
-  COMMAND zb_docs_gen ${ZEROBOX_DOCS_DIR}
+  COMMAND zb_docs_gen ${ZEROBOX_DOCS_DIR} ${PROJECT_SOURCE_DIR}/docs/man/zerobox.1.in
   # -n: no name or time stamp in the header, so the .deb is reproducible.
   COMMAND gzip -9nkf ${ZEROBOX_DOCS_DIR}/zerobox.1
-  DEPENDS zb_docs_gen
+  DEPENDS zb_docs_gen ${PROJECT_SOURCE_DIR}/docs/man/zerobox.1.in
   COMMENT "Generating the man page and shell completions from the CLI definition")
 add_custom_target(zerobox_docs ALL DEPENDS ${zerobox_docs_outputs})
 

@@ -1,5 +1,5 @@
 // The CLI11 definitions of zerobox's command line: the run flags and `zerobox snapshot`.
-// parse_args() and snapshot_main() parse with them, and zb_docs_gen (src/cli/docs_gen.cpp)
+// parse_args() and snapshot_main() parse with them, and zb_docs_gen (tools/docs_gen)
 // walks the same objects at build time to write the man page and the shell completions,
 // so --help, the man page and the completions cannot disagree.
 #pragma once
