@@ -51,7 +51,7 @@ class TestArgv(unittest.TestCase):
         self.assertEqual(_list_flag("allow-read", ["/a,b", "/c"]), ["--allow-read=/a\\,b,/c"])
 
     def test_missing_binary(self) -> None:
-        with self.assertRaises(SandboxError) as cm:
+        with self.assertRaises(zerobox.BinaryNotFoundError) as cm:  # a SandboxError
             Sandbox(binary="/nonexistent/zerobox").run("true")
         self.assertIn("/nonexistent/zerobox", str(cm.exception))
         old = os.environ.get("ZEROBOX_BIN"), os.environ.get("PATH")
@@ -89,6 +89,10 @@ class TestRun(Base):
         self.assertIn("/nonexistent/x/y", str(cm.exception))
         r = self.sb().run("sh", ["-c", "exit 125"])
         self.assertEqual(r.exit_code, 125)
+
+    def test_strict_runs_where_every_layer_is_available(self) -> None:
+        r = self.sb(strict=True).run("true")
+        self.assertEqual(r.exit_code, 0, r.stderr)
 
     def test_not_found_is_127(self) -> None:
         r = self.sb().run("no-such-command-zerobox-sdk")
@@ -173,7 +177,7 @@ class TestRun(Base):
             self.assertLess(time.monotonic(), deadline, "sleeps never showed up")
             time.sleep(0.05)
         p.kill()
-        with self.assertRaises(SandboxError):
+        with self.assertRaises(zerobox.SandboxCancelled):  # a SandboxError
             p.wait(timeout=30)
         self._wait_gone(marker)
 
@@ -246,8 +250,9 @@ class TestSpawn(Base):
         p = self.sb().spawn("sleep", ["100"])
         time.sleep(0.3)
         p.kill()
-        with self.assertRaises(SandboxError):
+        with self.assertRaises(zerobox.SandboxCancelled) as cm:  # a SandboxError
             p.wait(timeout=30)
+        self.assertEqual(cm.exception.kind, "cancelled")
 
 
 class TestSnapshots(Base):
@@ -272,6 +277,12 @@ class TestSnapshots(Base):
         self.assertEqual(paths[f]["kind"], "modified")
         self.assertIn(sid, [s.get("id") for s in snapshots.list(env=self.henv)])
         self.assertEqual(snapshots.show(sid, env=self.henv).get("state"), "pending")
+        self.assertEqual(r.session, zerobox.Session(sid, "pending", 1))
+        rec = snapshots.show(sid, env=self.henv)
+        self.assertIsInstance(rec, zerobox.SessionRecord)
+        self.assertEqual((rec.id, rec.state, rec.mode, rec.changes, rec.cwd, rec.exit_code),
+                         (sid, "pending", "review", 1, work, 0))
+        self.assertEqual([x.id for x in snapshots.list(env=self.henv)], [sid])
 
         snapshots.accept(sid, env=self.henv)
         with open(f) as fh:
@@ -290,8 +301,9 @@ class TestSnapshots(Base):
             "sh", ["-c", f"echo new > {work}/n"])
         snapshots.discard(r.session_id, env=self.henv)
         self.assertFalse(os.path.exists(os.path.join(work, "n")))
-        with self.assertRaises(SandboxError):
+        with self.assertRaises(zerobox.SnapshotFailedError) as cm:
             snapshots.show("ffffffffffffffff", env=self.henv)
+        self.assertEqual(cm.exception.kind, "snapshot_failed")
 
 
 if __name__ == "__main__":

@@ -7,7 +7,9 @@
 The asyncio API is :mod:`zerobox.aio` (``AsyncSandbox``, ``snapshots``).
 """
 from ._binary import find_binary
-from .errors import SandboxError, SandboxTimeout
+from .errors import (BinaryNotFoundError, ProtocolError, SandboxCancelled, SandboxError,
+                     SandboxTimeout, SetupFailedError, SnapshotFailedError)
+from .records import Session, SessionRecord
 from .sandbox import Process, Result, Sandbox, SandboxPolicy
 from . import snapshots
 
@@ -16,8 +18,15 @@ __all__ = [
     "SandboxPolicy",
     "Process",
     "Result",
+    "Session",
+    "SessionRecord",
     "SandboxError",
+    "BinaryNotFoundError",
+    "SetupFailedError",
+    "SnapshotFailedError",
     "SandboxTimeout",
+    "SandboxCancelled",
+    "ProtocolError",
     "find_binary",
     "snapshots",
 ]

@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from typing import IO, Any, Dict, List, Literal, Mapping, Optional, Sequence, Tuple, Union
 
 from ._binary import find_binary
-from .errors import SandboxError, SandboxTimeout
+from .errors import ProtocolError, SandboxCancelled, SandboxTimeout, SetupFailedError
+from .records import Session
 
 _PIPE_BUF = getattr(select, "PIPE_BUF", 512)
 # How long to wait for zerobox to go away after it was killed.
@@ -89,7 +90,11 @@ def _check_name(what: str, key: str) -> None:
 
 @dataclass
 class Result:
-    """The outcome of a sandboxed command."""
+    """The outcome of a sandboxed command.
+
+    ``session`` is the snapshot session the run recorded (runs with a ``snapshot``
+    mode), else None. ``session_id``, ``session_state`` and ``session_changes`` are
+    the same values flat, kept for older callers; new code reads ``session``."""
 
     exit_code: Optional[int]
     signal: Optional[int]
@@ -100,6 +105,17 @@ class Result:
     session_changes: Optional[int] = None
     pid: Optional[int] = None
     events: List[Dict[str, Any]] = field(default_factory=list)
+    session: Optional[Session] = None
+
+    def __post_init__(self) -> None:
+        # Either spelling given, both filled in.
+        if self.session is not None:
+            self.session_id = self.session.id
+            self.session_state = self.session.state
+            self.session_changes = self.session.changes
+        elif self.session_id is not None:
+            self.session = Session(self.session_id, self.session_state or "",
+                                   self.session_changes or 0)
 
     @property
     def ok(self) -> bool:
@@ -189,34 +205,45 @@ def _kill_group(pid: int) -> None:
 
 
 def _build_result(returncode: Optional[int], events: List[Dict[str, Any]],
-                  stdout: bytes, stderr: bytes) -> Result:
-    """Interpret the events of one run. Raises SandboxError when zerobox reported a
-    setup error or ended without the command having run and exited."""
+                  stdout: bytes, stderr: bytes, cancelled: bool = False) -> Result:
+    """Interpret the events of one run. Raises SetupFailedError when zerobox reported
+    a setup error or ended without the command having run and exited (SandboxCancelled
+    instead when ``cancelled``: the caller killed it), ProtocolError on a malformed
+    ``child_exit`` or ``session`` event."""
     res = Result(exit_code=None, signal=None, stdout=stdout, stderr=stderr, events=events)
     saw_exit = False
     for ev in events:
         kind = ev.get("event")
         if kind == "setup_error":
-            raise SandboxError(str(ev.get("message", "setup error")),
-                               exit_code=returncode, stderr=stderr)
+            raise SetupFailedError(str(ev.get("message", "setup error")),
+                                   exit_code=returncode, stderr=stderr)
         if kind == "child_started":
             res.pid = ev.get("pid")
         elif kind == "child_exit":
             saw_exit = True
             res.exit_code = ev.get("code")
             res.signal = ev.get("signal")
+            if res.exit_code is None and res.signal is None:
+                raise ProtocolError(f"child_exit event without code or signal: {ev}",
+                                    exit_code=returncode, stderr=stderr)
         elif kind == "session":
-            res.session_id = ev.get("id")
-            res.session_state = ev.get("state")
-            res.session_changes = ev.get("changes")
+            sid, state, changes = ev.get("id"), ev.get("state"), ev.get("changes")
+            if not isinstance(sid, str) or not isinstance(state, str) or not isinstance(changes, int):
+                raise ProtocolError(f"malformed session event: {ev}", exit_code=returncode,
+                                    stderr=stderr)
+            res.session = Session(sid, state, changes)
+            res.session_id, res.session_state, res.session_changes = sid, state, changes
     if not saw_exit:
         rc = returncode
         msg = stderr.decode("utf-8", "replace").strip().splitlines()
         detail = msg[0] if msg else f"exit status {rc}"
         if rc is not None and rc < 0:
             detail = f"zerobox was killed by signal {-rc}"
-        raise SandboxError(f"zerobox did not run the command: {detail}",
-                           exit_code=rc, stderr=stderr)
+        if cancelled:
+            raise SandboxCancelled(f"the sandbox was killed before the command finished ({detail})",
+                                   exit_code=rc, stderr=stderr)
+        raise SetupFailedError(f"zerobox did not run the command: {detail}",
+                               exit_code=rc, stderr=stderr)
     return res
 
 
@@ -226,6 +253,7 @@ class Process:
     def __init__(self, popen: "subprocess.Popen[bytes]", reader: _StatusReader) -> None:
         self._popen = popen
         self._reader = reader
+        self._killed = False
         self.stdin: Optional[IO[bytes]] = popen.stdin
         self.stdout: Optional[IO[bytes]] = popen.stdout
         self.stderr: Optional[IO[bytes]] = popen.stderr
@@ -242,6 +270,7 @@ class Process:
         """Kill zerobox's process group; zerobox's death kills the whole sandbox."""
         if self._popen.returncode is not None:
             return
+        self._killed = True
         _kill_group(self._popen.pid)
 
     def send_signal(self, sig: int) -> None:
@@ -252,7 +281,7 @@ class Process:
         try:
             out, err = self._popen.communicate(input, timeout=timeout)
         except subprocess.TimeoutExpired:
-            self.kill()
+            _kill_group(self._popen.pid)
             try:
                 out, err = self._popen.communicate(timeout=_GRACE_SECONDS)
             except subprocess.TimeoutExpired:
@@ -271,12 +300,14 @@ class Process:
             self._reader.join(_GRACE_SECONDS)
             raise
         self._reader.join()
-        return _build_result(self._popen.returncode, self._reader.events, out or b"", err or b"")
+        return _build_result(self._popen.returncode, self._reader.events, out or b"", err or b"",
+                             cancelled=self._killed)
 
     def wait(self, timeout: Optional[float] = None) -> Result:
         """Wait for the command; unread output is collected into the Result.
         On timeout the sandbox is killed and SandboxTimeout is raised; an exception
-        while waiting (KeyboardInterrupt) kills it too."""
+        while waiting (KeyboardInterrupt) kills it too. After :meth:`kill`, raises
+        SandboxCancelled unless the command had already exited."""
         return self._communicate(None, timeout)
 
     def __enter__(self) -> "Process":
@@ -313,6 +344,7 @@ class SandboxPolicy:
         snapshot_exclude: PathList = None,
         resolve: ResolveSpec = None,
         no_protect: bool = False,
+        strict: bool = False,
         binary: Optional[str] = None,
         quiet: bool = False,
         host_env: Optional[Mapping[str, str]] = None,
@@ -330,7 +362,10 @@ class SandboxPolicy:
         ``--secret KEY``, never on a command line. ``secret_files`` maps KEY to a file
         holding the value (``--secret-file``), ``secret_hosts`` KEY to the hosts that
         may receive it (``--secret-host``; without it, every allowed host).
-        ``upstream_ca`` names extra CA files the proxy trusts upstream."""
+        ``upstream_ca`` names extra CA files the proxy trusts upstream.
+
+        ``strict`` (``--strict-sandbox``) fails the run with a setup error rather than
+        run it with a weaker isolation layer (today: when Landlock is unavailable)."""
         if snapshot not in (None, "snapshot", "restore", "review"):
             raise ValueError(f"snapshot must be 'snapshot', 'restore' or 'review', not {snapshot!r}")
         self.binary = binary
@@ -384,6 +419,8 @@ class SandboxPolicy:
             a += _list_flag("snapshot-exclude", snapshot_exclude)
         if no_protect:
             a.append("--no-protect")
+        if strict:
+            a.append("--strict-sandbox")
         if quiet:
             a.append("--quiet")
         if cwd is not None:
@@ -439,8 +476,9 @@ class Sandbox(SandboxPolicy):
             timeout: Optional[float] = None) -> Result:
         """Run ``cmd args...`` to completion and return its Result.
 
-        Raises SandboxError when zerobox could not start the command (the command's
-        own exit status, even 125, is returned in ``exit_code``) and SandboxTimeout
+        Raises SetupFailedError (a SandboxError) when zerobox could not start the
+        command (the command's own exit status, even 125, is returned in ``exit_code``),
+        BinaryNotFoundError when there is no zerobox, and SandboxTimeout
         (a TimeoutError) after killing the sandbox when ``timeout`` expires. An
         exception while waiting (KeyboardInterrupt) kills the sandbox too."""
         popen, rfd = self._popen(cmd, args, subprocess.PIPE if input is not None else subprocess.DEVNULL)

@@ -1,12 +1,14 @@
 """``zerobox snapshot`` subcommands (blocking; :mod:`zerobox.aio.snapshots` has the
-same calls for asyncio)."""
+same calls for asyncio). A refused or failed subcommand raises SnapshotFailedError (a
+SandboxError) with zerobox's message."""
 import json
 import os
 import subprocess
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ._binary import find_binary
-from .errors import SandboxError
+from .errors import ProtocolError, SnapshotFailedError
+from .records import SessionRecord
 
 __all__ = ["list", "show", "diff", "diff_text", "accept", "discard", "restore", "clean"]
 
@@ -32,16 +34,29 @@ def _environ(env: Optional[Mapping[str, str]]) -> Optional[Dict[str, str]]:
 def _check(args: Sequence[str], returncode: int, stdout: bytes, stderr: bytes) -> bytes:
     if returncode != 0:
         err = stderr.decode("utf-8", "replace").strip()
-        raise SandboxError(err or f"zerobox snapshot {args[0]} exited {returncode}",
+        raise SnapshotFailedError(err or f"zerobox snapshot {args[0]} exited {returncode}",
                            exit_code=returncode, stderr=stderr)
     return stdout
 
 
-def _parse_list(out: bytes) -> List[Dict[str, Any]]:
-    data = json.loads(out or b"[]")
+def _json(out: bytes) -> Any:
+    try:
+        return json.loads(out)
+    except ValueError as e:
+        raise ProtocolError(f"zerobox snapshot printed something that is not JSON: {e}") from None
+
+
+def _parse_list(out: bytes) -> List[SessionRecord]:
+    data = _json(out or b"[]")
     if isinstance(data, dict):  # tolerate {"sessions": [...]}
         data = data.get("sessions", [])
-    return data  # type: ignore[no-any-return]
+    if not isinstance(data, _list):
+        raise ProtocolError("zerobox snapshot list --json: not an array")
+    return [SessionRecord.from_json(d) for d in data]
+
+
+def _parse_show(out: bytes) -> SessionRecord:
+    return SessionRecord.from_json(_json(out))
 
 
 def _nothing(out: bytes) -> None:
@@ -57,11 +72,11 @@ def _op_list() -> _Op:
 
 
 def _op_show(id: str) -> _Op:
-    return ["show", id, "--json"], json.loads
+    return ["show", id, "--json"], _parse_show
 
 
 def _op_diff(id: str, paths: Sequence[str]) -> _Op:
-    return ["diff", id, "--json"] + (["--"] + _list(paths) if paths else []), json.loads
+    return ["diff", id, "--json"] + (["--"] + _list(paths) if paths else []), _json
 
 
 def _op_diff_text(id: str, paths: Sequence[str]) -> _Op:
@@ -91,12 +106,15 @@ def _call(op: _Op, env: Optional[Mapping[str, str]], binary: Optional[str]) -> A
     return parse(_check(args, p.returncode, p.stdout, p.stderr))
 
 
-def list(*, env: Optional[Mapping[str, str]] = None, binary: Optional[str] = None) -> List[Dict[str, Any]]:  # noqa: A001
-    """All sessions, oldest first."""
+def list(*, env: Optional[Mapping[str, str]] = None, binary: Optional[str] = None) -> List[SessionRecord]:  # noqa: A001
+    """All sessions, oldest first. Each is a SessionRecord, which also reads as the
+    JSON object (``rec["state"]``). Raises SnapshotFailedError when zerobox refuses,
+    ProtocolError when its output is not what ``--json`` promises."""
     return _call(_op_list(), env, binary)  # type: ignore[no-any-return]
 
 
-def show(id: str, *, env: Optional[Mapping[str, str]] = None, binary: Optional[str] = None) -> Dict[str, Any]:
+def show(id: str, *, env: Optional[Mapping[str, str]] = None, binary: Optional[str] = None) -> SessionRecord:
+    """One session (an unknown id raises SnapshotFailedError)."""
     return _call(_op_show(id), env, binary)  # type: ignore[no-any-return]
 
 

@@ -48,6 +48,7 @@ class AsyncProcess:
         self._proc = proc
         self._transport = transport
         self._status = status
+        self._killed = False
         self.stdin: Optional[asyncio.StreamWriter] = proc.stdin
         self.stdout: Optional[asyncio.StreamReader] = proc.stdout
         self.stderr: Optional[asyncio.StreamReader] = proc.stderr
@@ -66,6 +67,7 @@ class AsyncProcess:
         """Kill zerobox's process group; zerobox's death kills the whole sandbox."""
         if self._proc.returncode is not None:
             return
+        self._killed = True
         _kill_group(self._proc.pid)
 
     def send_signal(self, sig: int) -> None:
@@ -108,7 +110,8 @@ class AsyncProcess:
             await self._reap(everything)
             raise
         if not done:
-            self.kill()
+            if self._proc.returncode is None:
+                _kill_group(self._proc.pid)
             await self._reap(everything)
             raise SandboxTimeout(f"command timed out after {timeout} seconds",
                                  stdout=bytes(out), stderr=bytes(err))
@@ -116,7 +119,8 @@ class AsyncProcess:
         for part in everything.result():
             if isinstance(part, BaseException):
                 raise part
-        return _build_result(self._proc.returncode, self._status.log.events, bytes(out), bytes(err))
+        return _build_result(self._proc.returncode, self._status.log.events, bytes(out), bytes(err),
+                             cancelled=self._killed)
 
     async def _reap(self, everything: "asyncio.Future[Any]") -> None:
         try:
@@ -129,7 +133,8 @@ class AsyncProcess:
     async def wait(self, timeout: Optional[float] = None) -> Result:
         """Wait for the command; unread output is collected into the Result (do not
         read the streams from another task meanwhile). On timeout the sandbox is
-        killed and SandboxTimeout is raised; cancelling the call kills it too."""
+        killed and SandboxTimeout is raised; cancelling the call kills it too. After
+        :meth:`kill`, raises SandboxCancelled unless the command had already exited."""
         return await self._communicate(None, timeout)
 
     async def __aenter__(self) -> "AsyncProcess":
@@ -182,8 +187,9 @@ class AsyncSandbox(SandboxPolicy):
                   timeout: Optional[float] = None) -> Result:
         """Run ``cmd args...`` to completion and return its Result.
 
-        Raises SandboxError when zerobox could not start the command (the command's
-        own exit status, even 125, is returned in ``exit_code``) and SandboxTimeout
+        Raises SetupFailedError (a SandboxError) when zerobox could not start the
+        command (the command's own exit status, even 125, is returned in ``exit_code``),
+        BinaryNotFoundError when there is no zerobox, and SandboxTimeout
         (a TimeoutError) after killing the sandbox when ``timeout`` expires.
         Cancelling the call (``task.cancel()``, ``asyncio.wait_for``) kills the
         sandbox before the CancelledError propagates."""

@@ -4,6 +4,7 @@ import asyncio
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from .. import snapshots as _sync
+from ..records import SessionRecord
 
 __all__ = ["list", "show", "diff", "diff_text", "accept", "discard", "restore", "clean"]
 
@@ -29,13 +30,13 @@ async def _call(op: "_sync._Op", env: Optional[Mapping[str, str]], binary: Optio
 
 
 async def list(*, env: Optional[Mapping[str, str]] = None,  # noqa: A001
-               binary: Optional[str] = None) -> List[Dict[str, Any]]:
+               binary: Optional[str] = None) -> List[SessionRecord]:
     """All sessions, oldest first."""
     return await _call(_sync._op_list(), env, binary)  # type: ignore[no-any-return]
 
 
 async def show(id: str, *, env: Optional[Mapping[str, str]] = None,
-               binary: Optional[str] = None) -> Dict[str, Any]:
+               binary: Optional[str] = None) -> SessionRecord:
     return await _call(_sync._op_show(id), env, binary)  # type: ignore[no-any-return]
 
 
