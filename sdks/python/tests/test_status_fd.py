@@ -66,6 +66,27 @@ class TestGoldenStreams(unittest.TestCase):
                     self.assertEqual(net, want["net"])
 
 
+    def test_every_stream_through_run(self) -> None:
+        # replay.sh stands in for zerobox: the stream arrives through the real status pipe
+        for s in _expected()["streams"]:
+            with self.subTest(file=s["file"]):
+                sb = zerobox.Sandbox(binary=os.path.join(FIXTURES, "replay.sh"), host_env={
+                    "ZB_REPLAY_STREAM": os.path.join(FIXTURES, s["file"]),
+                    "ZB_REPLAY_EXIT": str(s["zerobox_exit"])})
+                if "error" in s:
+                    with self.assertRaises(zerobox.SetupFailedError) as cm:
+                        sb.run("true")
+                    self.assertEqual((cm.exception.kind, cm.exception.message),
+                                     (s["error"]["kind"], s["error"]["message"]))
+                    continue
+                r = sb.run("true")
+                want = s["result"]
+                self.assertEqual((r.exit_code, r.signal, r.pid, len(r.events)),
+                                 (want["exit_code"], want["signal"], want["pid"], s["events"]))
+                ws = want["session"]
+                self.assertEqual(r.session, None if ws is None else Session(**ws))
+
+
 class TestDecoding(unittest.TestCase):
     def test_protocol_errors(self) -> None:
         with self.assertRaises(zerobox.ProtocolError) as cm:

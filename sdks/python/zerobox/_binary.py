@@ -7,7 +7,8 @@ from .errors import BinaryNotFoundError
 
 def find_binary(binary: Optional[str] = None) -> str:
     """Return the zerobox executable: ``binary``, else ``$ZEROBOX_BIN``, else
-    ``zerobox`` on ``PATH``. Raises BinaryNotFoundError (a SandboxError) naming what was tried."""
+    ``zerobox`` on ``PATH``. Raises BinaryNotFoundError (a SandboxError) naming what
+    was tried."""
     tried: List[str] = []
     if binary is not None:
         if os.path.isfile(binary) and os.access(binary, os.X_OK):
