@@ -1,7 +1,7 @@
 import { accessSync, constants, statSync } from "node:fs";
 import { delimiter, join, resolve } from "node:path";
 
-import { SandboxError } from "./errors.js";
+import { BinaryNotFoundError } from "./errors.js";
 
 function isExecutableFile(path: string): boolean {
   try {
@@ -17,13 +17,14 @@ function isExecutableFile(path: string): boolean {
  * The zerobox executable, as an absolute path: `binary` if given, else
  * `$ZEROBOX_BIN`, else `zerobox` in a `PATH` directory.
  *
- * Throws {@link SandboxError} naming every path it tried. An explicit `binary`
- * that is not an executable file is an error, never a reason to look elsewhere.
+ * Throws {@link BinaryNotFoundError} (a SandboxError) naming every path it tried. An
+ * explicit `binary` that is not an executable file is an error, never a reason to look
+ * elsewhere.
  */
 export function findBinary(binary?: string): string {
   if (binary !== undefined) {
     if (binary !== "" && isExecutableFile(binary)) return resolve(binary);
-    throw new SandboxError(`zerobox binary not found or not executable: ${binary}`);
+    throw new BinaryNotFoundError(`zerobox binary not found or not executable: ${binary}`);
   }
   const tried: string[] = [];
   const fromEnv = process.env["ZEROBOX_BIN"];
@@ -40,7 +41,7 @@ export function findBinary(binary?: string): string {
     tried.push(candidate);
   }
   if (dirs.length === 0) tried.push("PATH (empty)");
-  throw new SandboxError(`zerobox binary not found; tried: ${tried.join(", ")}`);
+  throw new BinaryNotFoundError(`zerobox binary not found; tried: ${tried.join(", ")}`);
 }
 
 /** zerobox's own environment: the caller's, then `hostEnv` (`undefined` removes a

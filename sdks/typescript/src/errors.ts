@@ -1,3 +1,14 @@
+/**
+ * What went wrong, in the names the Python and Rust SDKs use too (docs/sdk.md):
+ * - `binary_not_found`: no usable zerobox executable ({@link BinaryNotFoundError})
+ * - `setup_failed`: zerobox did not run the command ({@link SetupFailedError})
+ * - `snapshot_failed`: a `zerobox snapshot` subcommand refused or failed ({@link SnapshotFailedError})
+ * - `timeout`: the run's timeout expired ({@link SandboxTimeoutError})
+ * - `cancelled`: the run was aborted or killed ({@link SandboxAbortError}, {@link SandboxCancelledError})
+ * - `protocol`: zerobox's machine-readable output had an unexpected shape ({@link ProtocolError})
+ */
+export type ErrorKind = "binary_not_found" | "setup_failed" | "snapshot_failed" | "timeout" | "cancelled" | "protocol";
+
 /** Extra details carried by a {@link SandboxError}. */
 export interface SandboxErrorDetails {
   /** zerobox's exit status (125 setup error, 2 usage error, 1 a refused snapshot
@@ -16,9 +27,14 @@ export interface SandboxErrorDetails {
  * `zerobox snapshot` subcommand. The message is zerobox's own.
  *
  * A command that itself exits 125 is not an error: its result has `exitCode` 125.
+ *
+ * The subclasses below say which failure it was (`kind`); their `name` stays
+ * "SandboxError", as it was before they existed.
  */
 export class SandboxError extends Error {
   override name = "SandboxError";
+  /** Which failure this is; a SandboxError thrown as such is `setup_failed`. */
+  readonly kind: ErrorKind = "setup_failed";
   readonly exitCode: number | null;
   readonly signal: NodeJS.Signals | null;
   readonly stderr: Buffer;
@@ -31,9 +47,36 @@ export class SandboxError extends Error {
   }
 }
 
+/** No usable zerobox executable; the message names every path tried. */
+export class BinaryNotFoundError extends SandboxError {
+  override readonly kind: ErrorKind = "binary_not_found";
+}
+
+/** zerobox did not run the command: a `setup_error` event (exit 125), a usage error
+ *  (exit 2), zerobox ending without the command having exited, or zerobox failing to start. */
+export class SetupFailedError extends SandboxError {
+  override readonly kind: ErrorKind = "setup_failed";
+}
+
+/** A `zerobox snapshot` subcommand refused or failed (exit 1 or 2). */
+export class SnapshotFailedError extends SandboxError {
+  override readonly kind: ErrorKind = "snapshot_failed";
+}
+
+/** zerobox was killed with {@link SandboxProcess.kill} (SIGKILL) before the command exited. */
+export class SandboxCancelledError extends SandboxError {
+  override readonly kind: ErrorKind = "cancelled";
+}
+
+/** zerobox's machine-readable output (status events, `--json`) had an unexpected shape. */
+export class ProtocolError extends SandboxError {
+  override readonly kind: ErrorKind = "protocol";
+}
+
 /** The command ran past its `timeout`; the whole sandbox was killed. */
 export class SandboxTimeoutError extends Error {
   override name = "SandboxTimeoutError";
+  readonly kind: ErrorKind = "timeout";
   readonly code = "ETIMEDOUT";
   /** The timeout, in milliseconds. */
   readonly timeout: number;
@@ -57,6 +100,7 @@ export class SandboxTimeoutError extends Error {
 export class SandboxAbortError extends Error {
   override name = "AbortError";
   readonly code = "ABORT_ERR";
+  readonly kind: ErrorKind = "cancelled";
   /** Output collected before the kill. */
   readonly stdout: Buffer;
   readonly stderr: Buffer;

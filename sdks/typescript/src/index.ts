@@ -9,8 +9,19 @@
  */
 export { Sandbox, type RunOptions } from "./sandbox.js";
 export { SandboxProcess, type SpawnOptions } from "./process.js";
-export { Result } from "./result.js";
-export { SandboxError, SandboxTimeoutError, SandboxAbortError, type SandboxErrorDetails } from "./errors.js";
+export { Result, type Session } from "./result.js";
+export {
+  SandboxError,
+  BinaryNotFoundError,
+  SetupFailedError,
+  SnapshotFailedError,
+  SandboxTimeoutError,
+  SandboxAbortError,
+  SandboxCancelledError,
+  ProtocolError,
+  type ErrorKind,
+  type SandboxErrorDetails,
+} from "./errors.js";
 export { findBinary } from "./binary.js";
 export { escapeListItem, type List, type SandboxOptions, type SnapshotMode } from "./policy.js";
 export type {

@@ -51,6 +51,11 @@ export interface SandboxOptions {
   snapshotExclude?: List;
   /** `--no-protect`: turn off the protected paths. */
   noProtect?: boolean;
+  /**
+   * `--strict-sandbox`: fail the run with a setup error rather than run it with a
+   * weaker isolation layer (today: when Landlock is unavailable).
+   */
+  strict?: boolean;
   /** `--quiet`: no zerobox messages on stderr except errors. */
   quiet?: boolean;
   /** The zerobox executable; else `$ZEROBOX_BIN`, else `zerobox` on `PATH`. */
@@ -167,6 +172,7 @@ export function compilePolicy(o: SandboxOptions): CompiledPolicy {
   a.push(...listFlags("snapshot-path", "snapshotPaths", o.snapshotPaths));
   a.push(...listFlags("snapshot-exclude", "snapshotExclude", o.snapshotExclude));
   if (o.noProtect) a.push("--no-protect");
+  if (o.strict) a.push("--strict-sandbox");
   if (o.quiet) a.push("--quiet");
   if (o.cwd !== undefined) a.push("-C", o.cwd);
   return { args: a, secretEnv: Object.fromEntries(secretEnv) };

@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import type { Readable, Writable } from "node:stream";
 
-import { SandboxAbortError, SandboxError, SandboxTimeoutError } from "./errors.js";
+import { SandboxAbortError, SandboxTimeoutError, SetupFailedError } from "./errors.js";
 import { Result, resultFromEvents, type ZeroboxExit } from "./result.js";
 import { StatusParser, type StatusEvent } from "./status.js";
 
@@ -69,6 +69,8 @@ export class SandboxProcess {
   readonly #closed: Promise<Closed>;
   #exited = false;
   #kill: Kill | null = null;
+  /** kill() sent SIGKILL: a cancellation. */
+  #cancelled = false;
   #result: Promise<Result> | null = null;
 
   /** @internal Use Sandbox.spawn(). */
@@ -166,6 +168,7 @@ export class SandboxProcess {
     if (pid === undefined || this.#exited) return false;
     try {
       process.kill(pid, signal);
+      if (signal === "SIGKILL" || signal === 9) this.#cancelled = true;
       return true;
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code === "ESRCH") return false;
@@ -175,9 +178,10 @@ export class SandboxProcess {
 
   /**
    * Resolves when zerobox has exited and its output is closed. Output nobody else is
-   * reading is collected into the Result. Rejects with SandboxError when zerobox did not
-   * run the command (a setup or usage error, or zerobox killed, as by kill()),
-   * SandboxTimeoutError after a timeout and SandboxAbortError after an abort.
+   * reading is collected into the Result. Rejects with SetupFailedError (a SandboxError)
+   * when zerobox did not run the command (a setup or usage error), SandboxCancelledError
+   * (a SandboxError) when kill() killed it first, SandboxTimeoutError after a timeout and
+   * SandboxAbortError after an abort.
    */
   wait(): Promise<Result> {
     this.#result ??= this.#finish();
@@ -191,11 +195,11 @@ export class SandboxProcess {
     const stdout = out();
     const stderr = err();
     if (closed.spawnError !== null) {
-      throw new SandboxError(`cannot start zerobox: ${closed.spawnError.message}`, { stderr, cause: closed.spawnError });
+      throw new SetupFailedError(`cannot start zerobox: ${closed.spawnError.message}`, { stderr, cause: closed.spawnError });
     }
     if (this.#kill?.kind === "timeout") throw new SandboxTimeoutError(this.#kill.ms, stdout, stderr);
     if (this.#kill?.kind === "abort") throw new SandboxAbortError(this.#kill.reason, stdout, stderr);
-    return resultFromEvents(this.events, closed, stdout, stderr);
+    return resultFromEvents(this.events, closed, stdout, stderr, this.#cancelled);
   }
 
   #killFor(reason: Kill): void {

@@ -1,7 +1,17 @@
 import { constants } from "node:os";
 
-import { SandboxError } from "./errors.js";
+import { ProtocolError, SandboxCancelledError, SetupFailedError } from "./errors.js";
 import type { SessionState, StatusEvent } from "./status.js";
+
+/** The snapshot session a run recorded (its `session` status event): {@link Result.session}. */
+export interface Session {
+  /** The full session id (32 hex digits). */
+  readonly id: string;
+  /** Its state when zerobox exited. */
+  readonly state: SessionState;
+  /** How many changes it recorded. */
+  readonly changes: number;
+}
 
 /** The outcome of a sandboxed command that ran. */
 export class Result {
@@ -11,9 +21,13 @@ export class Result {
   readonly signal: number | null;
   readonly stdout: Buffer;
   readonly stderr: Buffer;
-  /** The snapshot session (full id), for runs with a `snapshot` mode. */
+  /** The snapshot session, for runs with a `snapshot` mode; else null. */
+  readonly session: Session | null;
+  /** @deprecated `session.id`, kept for older callers. */
   readonly sessionId: string | null;
+  /** @deprecated `session.state`, kept for older callers. */
   readonly sessionState: SessionState | null;
+  /** @deprecated `session.changes`, kept for older callers. */
   readonly sessionChanges: number | null;
   /** The command's pid as the host saw it. */
   readonly pid: number | null;
@@ -25,6 +39,7 @@ export class Result {
     signal: number | null;
     stdout: Buffer;
     stderr: Buffer;
+    session?: Session | null;
     sessionId?: string | null;
     sessionState?: SessionState | null;
     sessionChanges?: number | null;
@@ -35,9 +50,13 @@ export class Result {
     this.signal = init.signal;
     this.stdout = init.stdout;
     this.stderr = init.stderr;
-    this.sessionId = init.sessionId ?? null;
-    this.sessionState = init.sessionState ?? null;
-    this.sessionChanges = init.sessionChanges ?? null;
+    // Either spelling given, both filled in.
+    const flat =
+      init.sessionId != null ? { id: init.sessionId, state: init.sessionState ?? ("" as SessionState), changes: init.sessionChanges ?? 0 } : null;
+    this.session = init.session ?? flat;
+    this.sessionId = this.session?.id ?? null;
+    this.sessionState = this.session?.state ?? null;
+    this.sessionChanges = this.session?.changes ?? null;
     this.pid = init.pid ?? null;
     this.events = init.events ?? [];
   }
@@ -86,23 +105,36 @@ function zeroboxMessage(stderr: Buffer): string | null {
  * Tells the command's own outcome apart from zerobox's failures by the status events:
  * the command ran exactly when there is a `child_exit` event. A `setup_error` event, or
  * zerobox ending without `child_exit` (a usage error has no events at all), throws
- * SandboxError.
+ * SetupFailedError (SandboxCancelledError when `cancelled`: the caller killed zerobox);
+ * a malformed `child_exit` or `session` event throws ProtocolError.
  */
-export function resultFromEvents(events: readonly StatusEvent[], exit: ZeroboxExit, stdout: Buffer, stderr: Buffer): Result {
+export function resultFromEvents(
+  events: readonly StatusEvent[],
+  exit: ZeroboxExit,
+  stdout: Buffer,
+  stderr: Buffer,
+  cancelled = false,
+): Result {
   let childExit: { code: number | null; signal: number | null } | null = null;
   let pid: number | null = null;
-  let session: { id: string; state: SessionState; changes: number } | null = null;
+  let session: Session | null = null;
   for (const ev of events) {
     switch (ev.event) {
       case "setup_error":
-        throw new SandboxError(String(ev.message ?? "setup error"), { exitCode: exit.code, signal: exit.signal, stderr });
+        throw new SetupFailedError(String(ev.message ?? "setup error"), { exitCode: exit.code, signal: exit.signal, stderr });
       case "child_started":
         pid = ev.pid;
         break;
       case "child_exit":
         childExit = { code: ev.code ?? null, signal: ev.signal ?? null };
+        if (childExit.code === null && childExit.signal === null) {
+          throw new ProtocolError(`child_exit event without code or signal: ${JSON.stringify(ev)}`, { exitCode: exit.code, signal: exit.signal, stderr });
+        }
         break;
       case "session":
+        if (typeof ev.id !== "string" || typeof ev.state !== "string" || typeof ev.changes !== "number") {
+          throw new ProtocolError(`malformed session event: ${JSON.stringify(ev)}`, { exitCode: exit.code, signal: exit.signal, stderr });
+        }
         session = { id: ev.id, state: ev.state, changes: ev.changes };
         break;
       default:
@@ -116,16 +148,15 @@ export function resultFromEvents(events: readonly StatusEvent[], exit: ZeroboxEx
     } else {
       message = zeroboxMessage(stderr) ?? `zerobox exited with status ${exit.code} without running the command`;
     }
-    throw new SandboxError(message, { exitCode: exit.code, signal: exit.signal, stderr });
+    if (cancelled) throw new SandboxCancelledError(`the sandbox was killed before the command finished (${message})`, { exitCode: exit.code, signal: exit.signal, stderr });
+    throw new SetupFailedError(message, { exitCode: exit.code, signal: exit.signal, stderr });
   }
   return new Result({
     exitCode: childExit.code,
     signal: childExit.signal,
     stdout,
     stderr,
-    sessionId: session?.id ?? null,
-    sessionState: session?.state ?? null,
-    sessionChanges: session?.changes ?? null,
+    session,
     pid,
     events,
   });

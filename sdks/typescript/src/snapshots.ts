@@ -7,7 +7,7 @@
 import { spawn } from "node:child_process";
 
 import { findBinary, zeroboxEnv } from "./binary.js";
-import { SandboxError } from "./errors.js";
+import { ProtocolError, SetupFailedError, SnapshotFailedError } from "./errors.js";
 import type { SessionState } from "./status.js";
 
 export interface SnapshotOptions {
@@ -81,7 +81,7 @@ function checkId(id: string): void {
   }
 }
 
-/** Runs `zerobox snapshot ARGS…`; its stdout, or SandboxError with its stderr. */
+/** Runs `zerobox snapshot ARGS…`; its stdout, or SnapshotFailedError with its stderr. */
 function snapshot(args: readonly string[], options: SnapshotOptions = {}): Promise<Buffer> {
   const binary = findBinary(options.binary);
   const env = zeroboxEnv(options.hostEnv);
@@ -91,7 +91,7 @@ function snapshot(args: readonly string[], options: SnapshotOptions = {}): Promi
     const err: Buffer[] = [];
     child.stdout.on("data", (c: Buffer) => out.push(c));
     child.stderr.on("data", (c: Buffer) => err.push(c));
-    child.on("error", (e) => reject(new SandboxError(`cannot start zerobox: ${e.message}`, { cause: e })));
+    child.on("error", (e) => reject(new SetupFailedError(`cannot start zerobox: ${e.message}`, { cause: e })));
     child.on("close", (code, signal) => {
       const stderr = Buffer.concat(err);
       if (code === 0) {
@@ -100,7 +100,7 @@ function snapshot(args: readonly string[], options: SnapshotOptions = {}): Promi
       }
       const text = stderr.toString("utf8").trim();
       const fallback = signal !== null ? `killed by ${signal}` : `exited with status ${code}`;
-      reject(new SandboxError(text || `zerobox snapshot ${args[0]} ${fallback}`, { exitCode: code, signal, stderr }));
+      reject(new SnapshotFailedError(text || `zerobox snapshot ${args[0]} ${fallback}`, { exitCode: code, signal, stderr }));
     });
   });
 }
@@ -115,7 +115,7 @@ function parse<T>(data: Buffer, what: string): T {
     return JSON.parse(text, (key, value: unknown) =>
       key.endsWith("_ns") && typeof value === "string" && /^-?\d+$/.test(value) ? BigInt(value) : value) as T;
   } catch (e) {
-    throw new SandboxError(`zerobox snapshot ${what} --json printed something that is not JSON`, { cause: e });
+    throw new ProtocolError(`zerobox snapshot ${what} --json printed something that is not JSON`, { cause: e });
   }
 }
 

@@ -8,7 +8,22 @@ import * as esm from "zerobox";
 
 const require = createRequire(import.meta.url);
 
-const API = ["Sandbox", "SandboxProcess", "Result", "SandboxError", "SandboxTimeoutError", "SandboxAbortError", "findBinary", "escapeListItem", "snapshots"];
+const API = [
+  "Sandbox",
+  "SandboxProcess",
+  "Result",
+  "SandboxError",
+  "BinaryNotFoundError",
+  "SetupFailedError",
+  "SnapshotFailedError",
+  "SandboxTimeoutError",
+  "SandboxAbortError",
+  "SandboxCancelledError",
+  "ProtocolError",
+  "findBinary",
+  "escapeListItem",
+  "snapshots",
+];
 
 test("the ESM entry point", async () => {
   const path = import.meta.resolve("zerobox");

@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { findBinary, Sandbox, SandboxError } from "zerobox";
+import { BinaryNotFoundError, findBinary, Sandbox, SandboxError } from "zerobox";
 
 test("flags in zerobox's order", () => {
   const sb = new Sandbox({
@@ -75,6 +75,13 @@ test("invalid options are refused before zerobox runs", () => {
   assert.throws(() => sb.argv("sh", "-c" as unknown as string[]), TypeError);
 });
 
+test("strict is --strict-sandbox, and runs where every layer is available", async () => {
+  assert.ok(new Sandbox({ strict: true, binary: process.execPath }).argv("true").includes("--strict-sandbox"));
+  assert.ok(!new Sandbox({ binary: process.execPath }).argv("true").includes("--strict-sandbox"));
+  const r = await new Sandbox({ strict: true }).run("true");
+  assert.equal(r.exitCode, 0, r.stderr.toString());
+});
+
 test("argv puts --status-fd before the command", () => {
   const sb = new Sandbox({ quiet: true, binary: process.execPath });
   assert.deepEqual(sb.argv("sh", ["-c", "x"], 3), [process.execPath, "--quiet", "--status-fd=3", "--", "sh", "-c", "x"]);
@@ -83,6 +90,8 @@ test("argv puts --status-fd before the command", () => {
 test("binary not found: the error names every path tried", async (t) => {
   await assert.rejects(new Sandbox({ binary: "/nonexistent/zerobox" }).run("true"), (e: unknown) => {
     assert.ok(e instanceof SandboxError);
+    assert.ok(e instanceof BinaryNotFoundError);
+    assert.equal(e.kind, "binary_not_found");
     assert.match(e.message, /\/nonexistent\/zerobox/);
     return true;
   });

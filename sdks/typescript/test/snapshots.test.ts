@@ -27,6 +27,7 @@ test("review → diff → accept → file present → restore → file gone", as
   assert.match(r.sessionId ?? "", /^[0-9a-f]{32}$/);
   assert.equal(r.sessionState, "pending");
   assert.equal(r.sessionChanges, 2);
+  assert.deepEqual(r.session, { id: r.sessionId, state: "pending", changes: 2 });
   const id = r.sessionId as string;
   assert.equal(readFileSync(changed, "utf8"), "before\n", "review applies nothing yet");
   assert.equal(existsSync(added), false);
@@ -96,6 +97,7 @@ test("discard, --snapshot and --restore modes, unknown ids", async () => {
   assert.equal(existsSync(join(work, "r")), false);
 
   await assert.rejects(snapshots.show("ffffffffffffffff", opts), SandboxError);
+  await assert.rejects(snapshots.show("ffffffffffffffff", opts), { name: "SandboxError", kind: "snapshot_failed" });
   await assert.rejects(snapshots.accept("--force", opts), TypeError);
   await assert.rejects(snapshots.clean(-1, opts), RangeError);
   await snapshots.clean(30, opts);

@@ -10,7 +10,7 @@ import { fileURLToPath } from "node:url";
 import { createInterface } from "node:readline";
 import { afterEach, beforeEach, test } from "node:test";
 
-import { SandboxAbortError, SandboxError, SandboxTimeoutError, type StatusEvent } from "zerobox";
+import { SandboxAbortError, SandboxCancelledError, SandboxError, SandboxTimeoutError, type StatusEvent } from "zerobox";
 
 import { assertGone, grandchildScript, hostProcess, isAlive, killIfAlive, readPid, tempDir, waitFor, type HostProcess, type TempDir } from "./helpers.js";
 
@@ -76,6 +76,8 @@ test("kill() takes down the sandbox and its grandchild", { timeout: 30_000 }, as
   assert.equal(p.kill(), true);
   await assert.rejects(p.wait(), (e: unknown) => {
     assert.ok(e instanceof SandboxError);
+    assert.ok(e instanceof SandboxCancelledError);
+    assert.equal(e.kind, "cancelled");
     assert.equal(e.signal, "SIGKILL");
     return true;
   });
