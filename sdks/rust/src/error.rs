@@ -70,6 +70,74 @@ pub enum Error {
     Protocol(String),
 }
 
+/// Which failure an [`Error`] is ([`Error::kind`]). The first six are the names the
+/// Python and TypeScript SDKs use too (`docs/sdk.md`); the last three are failures
+/// those SDKs report with their language's own errors (`ValueError`, `OSError`, ...).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// [`Error::BinaryNotFound`].
+    BinaryNotFound,
+    /// [`Error::Sandbox`]: zerobox did not run the command.
+    SetupFailed,
+    /// [`Error::Snapshot`].
+    SnapshotFailed,
+    /// [`Error::Timeout`].
+    Timeout,
+    /// [`Error::Killed`]: the run was cancelled.
+    Cancelled,
+    /// [`Error::Protocol`].
+    Protocol,
+    /// [`Error::InvalidArgument`].
+    InvalidArgument,
+    /// [`Error::Io`].
+    Io,
+    /// [`Error::Json`].
+    Json,
+}
+
+impl ErrorKind {
+    /// The kind's name as all three SDKs spell it: `binary_not_found`, `setup_failed`,
+    /// `snapshot_failed`, `timeout`, `cancelled`, `protocol` (then `invalid_argument`,
+    /// `io`, `json`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorKind::BinaryNotFound => "binary_not_found",
+            ErrorKind::SetupFailed => "setup_failed",
+            ErrorKind::SnapshotFailed => "snapshot_failed",
+            ErrorKind::Timeout => "timeout",
+            ErrorKind::Cancelled => "cancelled",
+            ErrorKind::Protocol => "protocol",
+            ErrorKind::InvalidArgument => "invalid_argument",
+            ErrorKind::Io => "io",
+            ErrorKind::Json => "json",
+        }
+    }
+}
+
+impl fmt::Display for ErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Error {
+    /// Which failure this is, in the taxonomy the three SDKs share.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Error::BinaryNotFound { .. } => ErrorKind::BinaryNotFound,
+            Error::Sandbox { .. } => ErrorKind::SetupFailed,
+            Error::Snapshot { .. } => ErrorKind::SnapshotFailed,
+            Error::Timeout { .. } => ErrorKind::Timeout,
+            Error::Killed { .. } => ErrorKind::Cancelled,
+            Error::Protocol(_) => ErrorKind::Protocol,
+            Error::InvalidArgument(_) => ErrorKind::InvalidArgument,
+            Error::Io { .. } => ErrorKind::Io,
+            Error::Json(_) => ErrorKind::Json,
+        }
+    }
+}
+
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

@@ -56,7 +56,7 @@ mod snapshots;
 mod sys;
 
 pub use binary::find_binary;
-pub use error::Error;
+pub use error::{Error, ErrorKind};
 pub use json::Json;
 pub use process::{Killer, Output, Process, Session, SessionState};
 pub use sandbox::{Command, Sandbox, SnapshotMode};

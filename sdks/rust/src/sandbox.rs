@@ -97,6 +97,7 @@ pub struct Sandbox {
     snapshot_paths: Vec<OsString>,
     snapshot_exclude: Vec<OsString>,
     no_protect: bool,
+    strict: bool,
     quiet: bool,
     host_env: Vec<(OsString, OsString)>,
 }
@@ -268,6 +269,13 @@ impl Sandbox {
         self
     }
 
+    /// Fail the run with a setup error rather than run it with a weaker isolation
+    /// layer (`--strict-sandbox`; today: when Landlock is unavailable).
+    pub fn strict(mut self, on: bool) -> Self {
+        self.strict = on;
+        self
+    }
+
     /// No zerobox messages on stderr except errors (`--quiet`).
     pub fn quiet(mut self, on: bool) -> Self {
         self.quiet = on;
@@ -351,6 +359,9 @@ impl Sandbox {
         list_flag(&mut a, "snapshot-exclude", &self.snapshot_exclude)?;
         if self.no_protect {
             a.push("--no-protect".into());
+        }
+        if self.strict {
+            a.push("--strict-sandbox".into());
         }
         if self.quiet {
             a.push("--quiet".into());

@@ -214,6 +214,13 @@ fn working_directory() {
 }
 
 #[test]
+fn strict_runs_where_every_layer_is_available() {
+    let t = TempDir::new("strict");
+    let out = t.sandbox().strict(true).command("true").run().unwrap();
+    assert_eq!(out.exit_code, Some(0), "{}", out.stderr_text());
+}
+
+#[test]
 fn binary_not_found_names_the_path() {
     let err = Sandbox::new().binary("/nonexistent/zerobox").command("true").run().unwrap_err();
     assert!(matches!(err, Error::BinaryNotFound { .. }));
