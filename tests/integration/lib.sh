@@ -97,6 +97,16 @@ expect_rc_not() { # UNWANTED DESCRIPTION
 }
 # An escape attempt refused: EPERM, EACCES, EROFS (and EBUSY for mount points).
 expect_refused() { expect_rc_in "1 13 30 16" "$1"; }
+# The same through a tool (sh, cp, mv...): its exit status for a failed call, exactly,
+# and on stderr the reason, one of those errnos (not a crash, a missing tool or 125).
+expect_tool_refused() { # RC DESCRIPTION
+  expect_rc "$1" "$2 (exit $1)"
+  case $ERR in
+    *"Operation not permitted"* | *"Permission denied"* | *"Read-only file system"* | *"Device or resource busy"*)
+      ok "$2 (refused)" ;;
+    *) fail "$2: expected EPERM, EACCES, EROFS or EBUSY on stderr" ;;
+  esac
+}
 expect_eq() { # GOT WANT DESCRIPTION
   [ "$1" = "$2" ]
   _check $? "$3" "expected '$2', got '$1'"

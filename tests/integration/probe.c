@@ -11,6 +11,7 @@
  *   probe ptrace PID            PTRACE_ATTACH (detaches again on success)
  *   probe read PATH             open+read, content to stdout
  *   probe write PATH            open(O_WRONLY|O_CREAT|O_APPEND)+write "zb\n"
+ *   probe overwrite PATH        open(O_WRONLY|O_CREAT|O_TRUNC)+write "zb\n" (a shell's >)
  *   probe create PATH           open(O_WRONLY|O_CREAT|O_EXCL)
  *   probe truncate PATH         truncate(PATH, 0)
  *   probe chmod PATH MODE       chmod (MODE octal)
@@ -18,6 +19,7 @@
  *   probe unlink PATH           unlink(2)
  *   probe rmdir PATH            rmdir(2)
  *   probe mkdir PATH            mkdir(2)
+ *   probe mkfifo PATH           mkfifo(3)
  *   probe symlink TARGET PATH   symlink(2)
  *   probe ls DIR                list entries (one per line), errno of opendir
  *   probe fds                   print open fds above 2; exit 1 if there are any
@@ -109,11 +111,11 @@
 
 static int usage(void) {
   fprintf(stderr, "usage: probe syscall NAME | connect-unix PATH | connect-abstract NAME | connect-tcp HOST PORT |\n"
-                  "       kill PID SIG | ptrace PID | read PATH | write PATH | create PATH | truncate PATH |\n"
-                  "       chmod PATH MODE | rename FROM TO | unlink PATH | rmdir PATH | mkdir PATH |\n"
-                  "       symlink TARGET PATH | ls DIR | fds | x32 | int80 [WHAT] | tiocsti | socket FAMILY |\n"
-                  "       socketpair FAMILY | socket-make FAMILY TYPE [PROTO] | chown PATH UID GID |\n"
-                  "       utimes PATH | setxattr PATH NAME | stat-mode PATH\n");
+                  "       kill PID SIG | ptrace PID | read PATH | write PATH | overwrite PATH | create PATH |\n"
+                  "       truncate PATH | chmod PATH MODE | rename FROM TO | unlink PATH | rmdir PATH |\n"
+                  "       mkdir PATH | mkfifo PATH | symlink TARGET PATH | ls DIR | fds | x32 | int80 [WHAT] |\n"
+                  "       tiocsti | socket FAMILY | socketpair FAMILY | socket-make FAMILY TYPE [PROTO] |\n"
+                  "       chown PATH UID GID | utimes PATH | setxattr PATH NAME | stat-mode PATH\n");
   return 120;
 }
 
@@ -531,6 +533,7 @@ int main(int argc, char **argv) {
   }
   if (CMD("read", 1)) return do_read(argv[2]);
   if (CMD("write", 1)) return do_write(argv[2], O_WRONLY | O_CREAT | O_APPEND);
+  if (CMD("overwrite", 1)) return do_write(argv[2], O_WRONLY | O_CREAT | O_TRUNC);
   if (CMD("create", 1)) return do_write(argv[2], O_WRONLY | O_CREAT | O_EXCL);
   if (CMD("truncate", 1)) return report("truncate", truncate(argv[2], 0));
   if (CMD("chmod", 2)) return report("chmod", chmod(argv[2], (mode_t)strtol(argv[3], NULL, 8)));
@@ -538,6 +541,7 @@ int main(int argc, char **argv) {
   if (CMD("unlink", 1)) return report("unlink", unlink(argv[2]));
   if (CMD("rmdir", 1)) return report("rmdir", rmdir(argv[2]));
   if (CMD("mkdir", 1)) return report("mkdir", mkdir(argv[2], 0755));
+  if (CMD("mkfifo", 1)) return report("mkfifo", mkfifo(argv[2], 0644));
   if (CMD("symlink", 2)) return report("symlink", symlink(argv[2], argv[3]));
   if (CMD("ls", 1)) return do_ls(argv[2]);
   if (CMD("fds", 0)) return do_fds();

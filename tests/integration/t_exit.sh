@@ -101,10 +101,12 @@ zb --allow-read="$HOSTDIR/newdir" -- "$HOSTDIR/noexec.sh"; expect_rc_in "126 127
 zb -- --allow-all; expect_rc 127 "'zerobox -- --allow-all' runs a program named --allow-all"
 expect_contains "$ERR" "--allow-all" "the message names '--allow-all'"
 mkdir -p "$HOSTDIR/bin" "$HOSTDIR/target"
-printf '#!/bin/sh\necho "$@" > "%s/target/x" && echo wrote\n' "$HOSTDIR" >"$HOSTDIR/bin/--allow-all"
+printf '#!/bin/sh\necho "ran: $*"\necho "$@" > "%s/target/x" && echo wrote\n' "$HOSTDIR" >"$HOSTDIR/bin/--allow-all"
 chmod 755 "$HOSTDIR/bin/--allow-all"
 run env PATH="$HOSTDIR/bin:$PATH" "$ZEROBOX" -- --allow-all --allow-write
 expect_rc_not 0 "a program named --allow-all runs with no extra permissions"
+expect_out "ran: --allow-write" "the program named --allow-all ran, with --allow-write as its argument"
+expect_contains "$ERR" "$HOSTDIR/target/x" "its write to the host was refused (the shell's error names the file)"
 expect_absent "$HOSTDIR/target/x" "nothing written by the program named --allow-all"
 zb -- echo --allow-write --debug -V; expect_out "--allow-write --debug -V" "flags after the command are its arguments"
 expect_eq "$ERR" "" "no debug output from flags after the command"

@@ -1,21 +1,16 @@
-// Tests for the sandbox started ahead of its spec (exec::Prestart in src/exec/sandbox.cpp)
-// and the CLI's guess of its network mode (cli::guess_new_net). The runs are real
-// sandboxes; they are skipped where user namespaces are unavailable.
+// Tests for the CLI's guess of a prestarted sandbox's network mode (cli::guess_new_net)
+// and for the live blocker (exec::LiveBlocker). The prestarted sandboxes themselves
+// (exec::Prestart in src/exec/sandbox.cpp) are in test_sandbox_prestart.cpp
+// (unit_priv_tests).
 #include <doctest/doctest.h>
-#include <sched.h>
-#include <sys/resource.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <cerrno>
-#include <fstream>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "cli/cli.hpp"
 #include "exec/blocked.hpp"
-#include "run/run.hpp"
-#include "exec/sandbox.hpp"
 #include "testutil.hpp"
 
 using namespace zb;
@@ -23,36 +18,6 @@ using namespace zb;
 namespace {
 
 std::vector<std::string> words(std::initializer_list<const char*> l) { return {l.begin(), l.end()}; }
-
-bool userns_available() {
-  pid_t pid = ::fork();
-  if (pid == 0) ::_exit(::unshare(CLONE_NEWUSER | CLONE_NEWNS) == 0 ? 0 : 1);
-  int st = 0;
-  ::waitpid(pid, &st, 0);
-  return WIFEXITED(st) && WEXITSTATUS(st) == 0;
-}
-
-int host_interfaces() {
-  std::ifstream in("/proc/net/dev");
-  std::string line;
-  int n = 0;
-  while (std::getline(in, line)) ++n;
-  return n - 2;  // two header lines
-}
-
-// Runs `sh -c SCRIPT` under the CLI's parse of FLAGS, with a sandbox prestarted for
-// `prestart_net` (its guess, right or wrong); returns the exit status.
-int run_with(std::vector<std::string> flags, const std::string& script, bool prestart_net) {
-  std::vector<std::string> env = {"PATH=/usr/bin:/bin"};
-  flags.insert(flags.end(), {"--quiet", "--", "/bin/sh", "-c", script});
-  auto parsed = cli::parse_args(flags, env);
-  return zerobox::run_prestarted(std::move(parsed.policy), env, {}, exec::Prestart::launch(prestart_net));
-}
-
-bool no_children_left() {
-  errno = 0;
-  return ::waitpid(-1, nullptr, WNOHANG) < 0 && errno == ECHILD;
-}
 
 }  // namespace
 
@@ -91,49 +56,6 @@ TEST_CASE("guess_new_net reads only plain words before the command") {
   // List options take several words: what follows the first value is still checked.
   CHECK_FALSE(guess_new_net(words({"--env", "A=1", "B=2", "--status-fd", "987", "--", "true"})).has_value());
   CHECK_FALSE(guess_new_net(words({"--deny-read", "/a", "/dev/fd/7", "--", "true"})).has_value());
-}
-
-TEST_CASE("a prestarted sandbox that is never used is killed and reaped" * doctest::skip(!userns_available())) {
-  REQUIRE(no_children_left());
-  for (bool net : {true, false}) {
-    auto p = exec::Prestart::launch(net);
-    p.reset();
-    CHECK(no_children_left());
-  }
-}
-
-TEST_CASE("a sandbox prestarted for the other network mode is replaced" * doctest::skip(!userns_available())) {
-  REQUIRE(no_children_left());
-  int host = host_interfaces();
-  REQUIRE(host >= 1);
-  std::string only_lo = "test \"$(grep -c : /proc/net/dev)\" -eq 1 && grep -q ' lo:' /proc/net/dev";
-  std::string hosts = "test \"$(grep -c : /proc/net/dev)\" -eq " + std::to_string(host);
-  // The right guess and the wrong one give the same sandbox.
-  CHECK(run_with({}, only_lo, true) == 0);
-  CHECK(run_with({}, only_lo, false) == 0);
-  CHECK(run_with({"--allow-net"}, hosts, false) == 0);
-  CHECK(run_with({"--allow-net"}, hosts, true) == 0);
-  // The command's status comes through, and nothing is left behind.
-  CHECK(run_with({}, "exit 7", false) == 7);
-  CHECK(no_children_left());
-}
-
-TEST_CASE("a spec larger than the prestarted child's shared memory gets a child with more" *
-          doctest::skip(!userns_available())) {
-  // About 5 MB of environment (the arena starts at 4 MiB). execve takes that much only
-  // with a large stack limit, which the sandbox inherits.
-  rlimit old{};
-  REQUIRE(::getrlimit(RLIMIT_STACK, &old) == 0);
-  rlimit big{RLIM_INFINITY, RLIM_INFINITY};
-  REQUIRE(::setrlimit(RLIMIT_STACK, &big) == 0);
-  std::vector<std::string> flags;
-  for (int i = 0; i < 40000; ++i) {
-    flags.push_back("--env");
-    flags.push_back("ZB_BIG_" + std::to_string(i) + "=" + std::string(110, 'x'));
-  }
-  CHECK(run_with(flags, "test \"$(env | grep -c '^ZB_BIG_')\" -eq 40000", true) == 0);
-  ::setrlimit(RLIMIT_STACK, &old);
-  CHECK(no_children_left());
 }
 
 // Where the create guard cannot run (a kernel before 5.19), the live blocker stands in:
