@@ -19,21 +19,12 @@
 #include <sstream>
 
 #include "overlay/mountinfo.hpp"
+#include "util/mount_api.hpp"
 
 namespace zb::exec {
 namespace {
 
-// mount_setattr(2) and open_tree(2) by number, with their constants: <linux/mount.h>
-// clashes with <sys/mount.h> on glibc 2.36.
-struct MountAttr {
-  uint64_t attr_set;
-  uint64_t attr_clr;
-  uint64_t propagation;
-  uint64_t userns_fd;
-};
-constexpr long k_sys_open_tree = 428, k_sys_mount_setattr = 442;
-constexpr unsigned k_open_tree_clone = 0x1, k_at_recursive = 0x8000;
-constexpr uint64_t k_attr_idmap = 0x00100000;
+using namespace mount_api;
 
 // File systems that never take an idmapping: not worth a system call each.
 bool never_idmapped(const std::string& type) {

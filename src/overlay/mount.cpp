@@ -17,27 +17,12 @@
 #include <cstring>
 
 #include "util/log.hpp"
+#include "util/mount_api.hpp"
 
 namespace zb::overlay {
 namespace {
 
-// <linux/mount.h> clashes with <sys/mount.h> on glibc 2.36, so the few names needed for
-// mount_setattr(2) are spelled out here.
-struct MountAttr {
-  uint64_t attr_set;
-  uint64_t attr_clr;
-  uint64_t propagation;
-  uint64_t userns_fd;
-};
-constexpr uint64_t k_attr_rdonly = 0x1;
-constexpr uint64_t k_attr_nosuid = 0x2;
-constexpr uint64_t k_attr_nodev = 0x4;
-constexpr unsigned k_at_recursive = 0x8000;
-#ifndef SYS_mount_setattr
-constexpr long k_sys_mount_setattr = 442;
-#else
-constexpr long k_sys_mount_setattr = SYS_mount_setattr;
-#endif
+using namespace mount_api;
 
 // `ms`: the MS_RDONLY, MS_NOSUID and MS_NODEV to set (0: all three).
 int make_read_only(const char* dst, bool recursive, unsigned long ms) {
@@ -51,15 +36,6 @@ int make_read_only(const char* dst, bool recursive, unsigned long ms) {
   // Kernels before 5.12: a non-recursive remount (locked flags must be kept).
   return ::mount(nullptr, dst, nullptr, MS_REMOUNT | MS_BIND | (ms & (MS_RDONLY | MS_NOSUID | MS_NODEV)), nullptr);
 }
-
-// The new mount API, by number: glibc 2.36's <sys/mount.h> wrappers need <linux/mount.h>
-// for their constants, which clashes with <sys/mount.h>.
-constexpr long k_sys_open_tree = 428, k_sys_move_mount = 429, k_sys_fsopen = 430, k_sys_fsconfig = 431, k_sys_fsmount = 432,
-               k_sys_clone3 = 435;
-constexpr unsigned k_fsopen_cloexec = 0x1, k_fsmount_cloexec = 0x1, k_move_mount_f_empty_path = 0x4;
-constexpr unsigned k_fsconfig_set_flag = 0, k_fsconfig_set_string = 1, k_fsconfig_cmd_create = 6;
-constexpr unsigned k_attr_noexec = 0x8;
-constexpr unsigned k_open_tree_clone = 0x1;
 
 int run_op(const FlatOp& op) {
   const char* dst = op.dst;
