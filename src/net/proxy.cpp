@@ -15,7 +15,6 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -48,6 +47,7 @@
 #include "net/secrets.hpp"
 #include "net/tls.hpp"
 #include "util/fd.hpp"
+#include "util/fs.hpp"
 #include "util/log.hpp"
 
 namespace zb::net {
@@ -1751,11 +1751,7 @@ awaitable<void> accept_loop(Core& core, tcp::acceptor& acceptor) {
 // Each tunnel holds six descriptors (two sockets, two pipes); the default soft limit of 1024
 // would stop a few hundred concurrent connections, so it is raised to the hard limit.
 void raise_fd_limit() {
-  rlimit rl{};
-  if (::getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-    rl.rlim_cur = rl.rlim_max;
-    if (::setrlimit(RLIMIT_NOFILE, &rl) != 0) log::debug("proxy: cannot raise the file descriptor limit");
-  }
+  if (!util::raise_nofile_limit()) log::debug("proxy: cannot raise the file descriptor limit");
 }
 
 }  // namespace

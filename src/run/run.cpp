@@ -32,6 +32,7 @@
 #include "store/registry.hpp"
 #include "store/store.hpp"
 #include "util/env.hpp"
+#include "util/fs.hpp"
 #include "util/log.hpp"
 #include "util/path.hpp"
 #include "zerobox/zerobox.hpp"
@@ -202,8 +203,8 @@ struct SnapshotRun {
   void abandon() {
     if (!active) return;
     (void)store->finish(session.id, {.state = zb::store::SessionState::Failed});
-    (void)zb::snapshot::remove_tree(store->session_dir(session.id) + "/upper");
-    (void)zb::snapshot::remove_tree(store->session_dir(session.id) + "/work");
+    (void)zb::util::remove_tree(store->session_dir(session.id) + "/upper");
+    (void)zb::util::remove_tree(store->session_dir(session.id) + "/work");
     active = false;
   }
   ~SnapshotRun() { abandon(); }
