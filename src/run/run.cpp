@@ -85,22 +85,6 @@ zb::Result<zb::net::ProxySecrets> make_secrets(const Policy& p) {
                                std::move(*tls)};
 }
 
-std::vector<std::string> exec_candidates(const std::string& name, const std::vector<std::string>& env) {
-  if (name.find('/') != std::string::npos) return {name};
-  std::string path = zb::env::find(env, "PATH").value_or("");
-  if (path.empty()) path = "/usr/local/bin:/usr/bin:/bin";
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (start <= path.size()) {
-    size_t end = path.find(':', start);
-    if (end == std::string::npos) end = path.size();
-    std::string dir = path.substr(start, end - start);
-    out.push_back((dir.empty() ? std::string(".") : dir) + "/" + name);
-    start = end + 1;
-  }
-  return out;
-}
-
 // Reports how the command ended (the child_exit event) and returns the exit code.
 int report_exit(StatusFd& status, const std::string& cmd, zb::exec::Outcome outcome, int code, int sig, int err) {
   using zb::exec::Outcome;
@@ -135,7 +119,7 @@ int finish(StatusFd& status, const std::string& cmd, zb::exec::Outcome outcome, 
 // {0, errno} when no candidate could be run, {1, errno} when it could not enter the
 // working directory (a setup error, not the command's exit status).
 int run_unsandboxed(const Policy& p, const std::vector<std::string>& env, StatusFd& status) {
-  auto cands = exec_candidates(p.argv[0], env);
+  auto cands = zb::exec::exec_candidates(p.argv[0], env);
   std::vector<char*> argv, envp, cv;
   for (const auto& a : p.argv) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
@@ -463,7 +447,7 @@ int run_prestarted(Policy p, const std::vector<std::string>& environ, RunOptions
   spec.cwd = p.cwd;
   spec.argv = p.argv;
   spec.env = env;
-  spec.exec_candidates = exec_candidates(p.argv[0], env);
+  spec.exec_candidates = zb::exec::exec_candidates(p.argv[0], env);
   // The sandbox sees the host's files, so PATH resolves there as it did here: try that
   // first rather than failing execve() once per earlier PATH entry.
   if (!fs.command_path.empty() && p.argv[0].find('/') == std::string::npos) {
