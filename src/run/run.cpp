@@ -54,8 +54,19 @@ int setup_failed(StatusFd& status, const std::string& msg) {
   return zb::k_exit_setup;
 }
 
+// --allow-net, --deny-net and --resolve as one NetPolicy, made the first time it is needed
+// (into `made`): the secrets' own policy, and the proxy's with the --secret-host names.
+zb::Result<const zb::net::NetPolicy*> allow_net_policy(const Policy& p, std::optional<zb::net::NetPolicy>& made) {
+  if (!made) {
+    auto np = zb::net::NetPolicy::make(p.allow_net, p.deny_net, p.resolve, p.allow_net_all);
+    if (!np) return std::unexpected(np.error());
+    made.emplace(std::move(*np));
+  }
+  return &*made;
+}
+
 // The proxy's side of the secrets: their host rules, the run's CA and the TLS contexts.
-zb::Result<zb::net::ProxySecrets> make_secrets(const Policy& p) {
+zb::Result<zb::net::ProxySecrets> make_secrets(const Policy& p, std::optional<zb::net::NetPolicy>& allow_net_made) {
   std::vector<zb::net::SecretEntry> entries;
   bool any_host = !p.allow_net.empty() || p.allow_net_all;
   for (const auto& s : p.secrets) {
@@ -75,13 +86,13 @@ zb::Result<zb::net::ProxySecrets> make_secrets(const Policy& p) {
     }
     entries.push_back(std::move(e));
   }
-  auto allow_net = zb::net::NetPolicy::make(p.allow_net, p.deny_net, p.resolve, p.allow_net_all);
+  auto allow_net = allow_net_policy(p, allow_net_made);
   if (!allow_net) return std::unexpected(allow_net.error());
   auto ca = zb::net::CertAuthority::create(std::to_string(::getpid()) + "@" + std::to_string(::time(nullptr)));
   if (!ca) return std::unexpected(ca.error());
   auto tls = zb::net::make_tls_contexts(p.upstream_ca);
   if (!tls) return std::unexpected(tls.error());
-  return zb::net::ProxySecrets{zb::net::SecretSet(std::move(entries), std::move(*allow_net)), std::move(*ca),
+  return zb::net::ProxySecrets{zb::net::SecretSet(std::move(entries), **allow_net), std::move(*ca),
                                std::move(*tls)};
 }
 
@@ -426,8 +437,9 @@ int run_prestarted(Policy p, const std::vector<std::string>& environ, RunOptions
   }
   // Secrets: the run's CA, and the trust bundle the sandbox sees.
   std::optional<zb::net::ProxySecrets> secrets;
+  std::optional<zb::net::NetPolicy> allow_net;
   if (!p.secrets.empty()) {
-    auto made = make_secrets(p);
+    auto made = make_secrets(p, allow_net);
     if (!made) return setup_failed(status, made.error().message());
     secrets.emplace(std::move(*made));
     auto bundle = zb::net::trust_bundle(secrets->ca.ca_pem());
@@ -459,9 +471,11 @@ int run_prestarted(Policy p, const std::vector<std::string>& environ, RunOptions
   std::optional<zb::net::NetPolicy> net_policy;
   if (p.net == NetMode::Filtered) {
     // The hosts of --secret-host are allowed without being listed in --allow-net.
-    std::vector<std::string> allow = p.allow_net;
-    for (const auto& sec : p.secrets) allow.insert(allow.end(), sec.hosts.begin(), sec.hosts.end());
-    auto np = zb::net::NetPolicy::make(allow, p.deny_net, p.resolve, p.allow_net_all);
+    auto base = allow_net_policy(p, allow_net);
+    if (!base) return setup_failed(status, base.error().message());
+    std::vector<std::string> secret_hosts;
+    for (const auto& sec : p.secrets) secret_hosts.insert(secret_hosts.end(), sec.hosts.begin(), sec.hosts.end());
+    auto np = (*base)->allowing(secret_hosts);
     if (!np) return setup_failed(status, np.error().message());
     net_policy.emplace(std::move(*np));
     spec.proxy_port = zb::policy::k_proxy_port;
