@@ -886,11 +886,9 @@ awaitable<void> pump(std::shared_ptr<Conn> c, bool upward) {
   tcp::socket& from = upward ? c->client.sock : c->upstream.sock;
   tcp::socket& to = upward ? c->upstream.sock : c->client.sock;
   PumpEnd end = PumpEnd::no_splice;
-  int p[2];
   // Without a pipe (no file descriptors left) the bytes are copied instead.
-  if (::pipe2(p, O_CLOEXEC | O_NONBLOCK) == 0) {
-    UniqueFd pipe_r(p[0]), pipe_w(p[1]);
-    end = co_await splice_loop(from, to, pipe_r.get(), pipe_w.get());
+  if (auto pipe = make_pipe(O_CLOEXEC | O_NONBLOCK)) {
+    end = co_await splice_loop(from, to, pipe->read.get(), pipe->write.get());
   }
   if (end == PumpEnd::no_splice) {
     log::debug("proxy: splice is not available for this connection; copying");

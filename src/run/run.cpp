@@ -138,19 +138,19 @@ int run_unsandboxed(const Policy& p, const std::vector<std::string>& env, Status
   envp.push_back(nullptr);
   for (const auto& c : cands) cv.push_back(const_cast<char*>(c.c_str()));
   cv.push_back(nullptr);
-  int errpipe[2];
-  if (::pipe2(errpipe, O_CLOEXEC) != 0) return setup_failed(status, std::string("pipe: ") + std::strerror(errno));
+  auto errpipe = zb::make_pipe();
+  if (!errpipe) return setup_failed(status, std::string("pipe: ") + std::strerror(errpipe.error().err));
   zb::exec::SignalForwarding forwarding;
   pid_t parent = ::getpid();
   pid_t pid = ::fork();
   if (pid < 0) {
     int err = errno;
-    ::close(errpipe[0]);
-    ::close(errpipe[1]);
+    errpipe->read.reset();
+    errpipe->write.reset();
     return setup_failed(status, std::string("fork: ") + std::strerror(err));
   }
   if (pid == 0) {
-    ::close(errpipe[0]);
+    errpipe->read.reset();
     struct sigaction dfl {};
     dfl.sa_handler = SIG_DFL;
     for (int s : zb::exec::k_forwarded_signals) ::sigaction(s, &dfl, nullptr);
@@ -165,15 +165,15 @@ int run_unsandboxed(const Policy& p, const std::vector<std::string>& env, Status
     } else {
       report[1] = zb::exec::exec_first(cv.data(), argv.data(), envp.data());
     }
-    (void)!::write(errpipe[1], report, sizeof report);
+    (void)!::write(errpipe->write.get(), report, sizeof report);
     ::_exit(127);
   }
-  ::close(errpipe[1]);
+  errpipe->write.reset();
   forwarding.set_target(pid);
   status.child_started(pid);
   int32_t report[2] = {0, 0};
-  bool failed = ::read(errpipe[0], report, sizeof report) == static_cast<ssize_t>(sizeof report);
-  ::close(errpipe[0]);
+  bool failed = ::read(errpipe->read.get(), report, sizeof report) == static_cast<ssize_t>(sizeof report);
+  errpipe->read.reset();
   int st = 0;
   while (::waitpid(pid, &st, 0) < 0 && errno == EINTR) {
   }
