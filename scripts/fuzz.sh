@@ -29,10 +29,10 @@ case $target in
   host) srcs=("$root/tests/fuzz/fuzz_host.cpp" "${common[@]}") ;;
   proxy) srcs=("$root/tests/fuzz/fuzz_proxy.cpp" "$root/src/net/proxy.cpp" "$root/src/net/secrets.cpp"
                "$root/src/policy/secrets.cpp" "$root/src/net/tls.cpp" "$root/src/util/ca_bundle.cpp"
-               "$root/src/util/text.cpp" "${common[@]}")
+               "$root/src/util/fs.cpp" "$root/src/util/random.cpp" "$root/src/util/text.cpp" "${common[@]}")
          flags+=(-DZEROBOX_FUZZ_HOOKS -DASIO_HAS_CO_AWAIT=1 -DASIO_HAS_STD_COROUTINE=1 -pthread) ;;
   secrets) srcs=("$root/tests/fuzz/fuzz_secrets.cpp" "$root/src/net/secrets.cpp" "$root/src/policy/secrets.cpp"
-                 "$root/src/util/text.cpp" "${common[@]}") ;;
+                 "$root/src/util/random.cpp" "$root/src/util/text.cpp" "${common[@]}") ;;
   *) echo "unknown fuzz target '$target' (host, proxy, secrets)" >&2; exit 2 ;;
 esac
 libs=(-lssl -lcrypto -lz)

@@ -1,7 +1,6 @@
 #include "exec/blocked.hpp"
 
 #include <fcntl.h>
-#include <linux/openat2.h>
 #include <sys/stat.h>
 #include <sys/random.h>
 #include <sys/syscall.h>
@@ -18,6 +17,7 @@
 #include <utility>
 
 #include "exec/signals.hpp"
+#include "util/beneath.hpp"
 #include "util/fd.hpp"
 #include "util/log.hpp"
 #include "util/path.hpp"
@@ -27,10 +27,7 @@ namespace {
 
 // The parent directory of p, opened without following any symlink on the way.
 UniqueFd open_parent(const std::string& p) {
-  open_how how{};
-  how.flags = O_PATH | O_DIRECTORY | O_CLOEXEC;
-  how.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
-  return UniqueFd(static_cast<int>(::syscall(SYS_openat2, AT_FDCWD, path::parent(p).c_str(), &how, sizeof how)));
+  return UniqueFd(util::openat2_fd(AT_FDCWD, path::parent(p).c_str(), O_PATH | O_DIRECTORY, RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS));
 }
 
 std::string base_name(const std::string& p) { return p.substr(p.find_last_of('/') + 1); }

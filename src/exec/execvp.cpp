@@ -5,6 +5,8 @@
 
 #include <cerrno>
 
+#include "util/env.hpp"
+
 namespace zb::exec {
 
 int exec_first(char* const* candidates, char* const* argv, char* const* envp) {
@@ -23,6 +25,15 @@ int exec_first(char* const* candidates, char* const* argv, char* const* envp) {
   }
   if (err == ENOENT && saw_eacces) err = EACCES;
   return err;
+}
+
+std::vector<std::string> exec_candidates(const std::string& name, const std::vector<std::string>& env) {
+  if (name.find('/') != std::string::npos) return {name};
+  std::string path = env::find(env, "PATH").value_or("");
+  if (path.empty()) path = env::k_default_path;
+  std::vector<std::string> out;
+  for (const auto& dir : env::path_dirs(path)) out.push_back((dir.empty() ? std::string(".") : dir) + "/" + name);
+  return out;
 }
 
 }  // namespace zb::exec

@@ -3,6 +3,9 @@
 // (run/run.cpp), so both give one answer for one PATH.
 #pragma once
 
+#include <string>
+#include <vector>
+
 namespace zb::exec {
 
 // Tries each of the nullptr-terminated `candidates` in order and returns only when none
@@ -12,5 +15,10 @@ namespace zb::exec {
 // be searched hides nothing that could run, so it stays "not found"); else the first
 // other error. No allocation.
 int exec_first(char* const* candidates, char* const* argv, char* const* envp);
+
+// The candidates for argv[0] `name` under the environment `env`: name itself when it
+// holds a '/', else "DIR/name" for each directory of PATH ("." for an empty entry;
+// env::k_default_path when PATH is unset or empty). Supervisor side: it allocates.
+std::vector<std::string> exec_candidates(const std::string& name, const std::vector<std::string>& env);
 
 }  // namespace zb::exec

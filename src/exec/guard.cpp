@@ -30,6 +30,7 @@
 #include <utility>
 
 #include "exec/init.hpp"
+#include "util/beneath.hpp"
 #include "util/fd.hpp"
 
 namespace zb::exec {
@@ -303,11 +304,11 @@ struct SelfFd : Buf {
   explicit SelfFd(int fd) { add("/proc/self/fd/").num(static_cast<unsigned long>(fd)); }
 };
 
-int open_beneath(int base, const char* path, int flags) {
-  open_how how{};
-  how.flags = static_cast<std::uint64_t>(static_cast<unsigned>(flags | O_PATH | O_CLOEXEC));
-  how.resolve = RESOLVE_NO_MAGICLINKS;
-  int fd = static_cast<int>(::syscall(SYS_openat2, base, path, &how, sizeof how));
+// An O_PATH fd of base/path resolved as the target's own call would resolve it (symlinks
+// followed, an absolute path from the root), except that no /proc magic link is followed.
+// Not confined below base: unlike util::open_beneath. The fd, or -errno.
+int open_path_at(int base, const char* path, int flags) {
+  int fd = util::openat2_fd(base, path, static_cast<std::uint64_t>(static_cast<unsigned>(flags | O_PATH)), RESOLVE_NO_MAGICLINKS);
   return fd < 0 ? -errno : fd;
 }
 
@@ -424,7 +425,7 @@ int resolve(Target& t, int dirfd, int base, const char* path, Loc& loc) {
   }
   if (!dir.ok) return -ENAMETOOLONG;
 
-  int parent = open_beneath(at, dir.s, O_DIRECTORY);
+  int parent = open_path_at(at, dir.s, O_DIRECTORY);
   if (parent < 0) return parent;
   loc.parent.reset(parent);
   if (!t.alive()) return -ESRCH;  // the /proc/TID paths above may have named another thread
@@ -879,7 +880,7 @@ int do_link(Target& t, int olddirfd, const char* oldpath, int newdirfd, const ch
       if ((flags & AT_SYMLINK_FOLLOW) == 0) return -EXDEV;
       fd = take_fd(t, from.whole_fd);
     } else {
-      fd = open_beneath(from.parent.get(), from.name, (flags & AT_SYMLINK_FOLLOW) != 0 ? 0 : O_NOFOLLOW);
+      fd = open_path_at(from.parent.get(), from.name, (flags & AT_SYMLINK_FOLLOW) != 0 ? 0 : O_NOFOLLOW);
     }
     if (fd < 0) return fd;
     src.reset(fd);
@@ -1095,7 +1096,7 @@ bool fast_path(int listener, Target& t, const seccomp_notif& req, const char* pa
       Buf d;
       d.add(path, static_cast<std::size_t>(slash - path) + 1);
       if (!d.ok) return false;
-      int fd = open_beneath(at, d.s, O_DIRECTORY);
+      int fd = open_path_at(at, d.s, O_DIRECTORY);
       if (fd < 0) return false;  // the full way says why
       parent_fd.reset(fd);
       dir = fd;
@@ -1128,14 +1129,11 @@ bool fast_path(int listener, Target& t, const seccomp_notif& req, const char* pa
   if (is_open) {
     int flags = nr == SYS_open ? static_cast<int>(a[1]) : nr == SYS_openat ? static_cast<int>(a[2]) : (O_CREAT | O_WRONLY | O_TRUNC);
     auto mode = static_cast<mode_t>(nr == SYS_open ? a[2] : nr == SYS_openat ? a[3] : a[1]);
-    open_how how{};
     // O_EXCL: a new file, and never through a symlink (F_GETFL does not show it, where it
     // would show O_NOFOLLOW).
-    how.flags = static_cast<std::uint64_t>(static_cast<unsigned>(flags | O_EXCL | O_CLOEXEC | O_NOCTTY));
-    how.mode = mode & 07777;
-    how.resolve = RESOLVE_NO_MAGICLINKS;
+    auto how_flags = static_cast<std::uint64_t>(static_cast<unsigned>(flags | O_EXCL | O_NOCTTY));
     set_umask(t.umask());
-    int fd = static_cast<int>(::syscall(SYS_openat2, at, path, &how, sizeof how));
+    int fd = util::openat2_fd(at, path, how_flags, RESOLVE_NO_MAGICLINKS, mode & 07777);
     if (fd < 0) {
       if (errno != EEXIST) return false;  // the full way says what the kernel would have
       if ((flags & O_EXCL) != 0) {
@@ -1183,7 +1181,7 @@ bool fast_path(int listener, Target& t, const seccomp_notif& req, const char* pa
     Buf dir;
     dir.add(path, static_cast<std::size_t>(slash - path) + 1);
     if (!dir.ok) return false;
-    parent = open_beneath(at, dir.s, O_DIRECTORY);
+    parent = open_path_at(at, dir.s, O_DIRECTORY);
     if (parent < 0) return false;  // the full way says why
     p.reset(parent);
   }
@@ -1221,7 +1219,7 @@ bool write_fast_path(int listener, Target& t, const seccomp_notif& req, const ch
     Buf d;
     d.add(path, static_cast<std::size_t>(slash - path) + 1);
     if (!d.ok) return false;
-    int fd = open_beneath(at, d.s, O_DIRECTORY);
+    int fd = open_path_at(at, d.s, O_DIRECTORY);
     if (fd < 0) return false;
     parent_fd.reset(fd);
     dir = fd;

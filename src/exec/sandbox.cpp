@@ -323,20 +323,17 @@ std::unique_ptr<Prestart> Prestart::launch(bool new_net, std::size_t arena_bytes
   p->m_new_net = new_net;
   ::pthread_sigmask(SIG_BLOCK, nullptr, &p->m_child_mask);
   for (int sig : k_forwarded_signals) sigaddset(&p->m_child_mask, sig);
-  auto fail = [&](const std::string& what) {
-    p->m_setup_error = what + ": " + std::strerror(errno);
+  auto fail = [&](const std::string& what, int err = errno) {
+    p->m_setup_error = what + ": " + std::strerror(err);
     return std::move(p);
   };
-  int sync[2], report[2], hold[2];
-  if (::pipe2(sync, O_CLOEXEC) != 0) return fail("pipe");
-  p->m_sync_r.reset(sync[0]);
-  p->m_sync_w.reset(sync[1]);
-  if (::pipe2(report, O_CLOEXEC) != 0) return fail("pipe");
-  p->m_report_r.reset(report[0]);
-  p->m_report_w.reset(report[1]);
-  if (::pipe2(hold, O_CLOEXEC) != 0) return fail("pipe");
-  p->m_hold_r.reset(hold[0]);
-  p->m_hold_w.reset(hold[1]);
+  for (auto [r, w] : {std::pair{&p->m_sync_r, &p->m_sync_w}, std::pair{&p->m_report_r, &p->m_report_w},
+                      std::pair{&p->m_hold_r, &p->m_hold_w}}) {
+    auto pipe = make_pipe();
+    if (!pipe) return fail("pipe", pipe.error().err);
+    *r = std::move(pipe->read);
+    *w = std::move(pipe->write);
+  }
   {
     // The child sends fds back on this: the proxy's listening socket in filtered mode,
     // then the pipes that stand for the caller's stdio files (exec/stdio.hpp).

@@ -15,7 +15,6 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -48,6 +47,7 @@
 #include "net/secrets.hpp"
 #include "net/tls.hpp"
 #include "util/fd.hpp"
+#include "util/fs.hpp"
 #include "util/log.hpp"
 
 namespace zb::net {
@@ -886,11 +886,9 @@ awaitable<void> pump(std::shared_ptr<Conn> c, bool upward) {
   tcp::socket& from = upward ? c->client.sock : c->upstream.sock;
   tcp::socket& to = upward ? c->upstream.sock : c->client.sock;
   PumpEnd end = PumpEnd::no_splice;
-  int p[2];
   // Without a pipe (no file descriptors left) the bytes are copied instead.
-  if (::pipe2(p, O_CLOEXEC | O_NONBLOCK) == 0) {
-    UniqueFd pipe_r(p[0]), pipe_w(p[1]);
-    end = co_await splice_loop(from, to, pipe_r.get(), pipe_w.get());
+  if (auto pipe = make_pipe(O_CLOEXEC | O_NONBLOCK)) {
+    end = co_await splice_loop(from, to, pipe->read.get(), pipe->write.get());
   }
   if (end == PumpEnd::no_splice) {
     log::debug("proxy: splice is not available for this connection; copying");
@@ -1751,11 +1749,7 @@ awaitable<void> accept_loop(Core& core, tcp::acceptor& acceptor) {
 // Each tunnel holds six descriptors (two sockets, two pipes); the default soft limit of 1024
 // would stop a few hundred concurrent connections, so it is raised to the hard limit.
 void raise_fd_limit() {
-  rlimit rl{};
-  if (::getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-    rl.rlim_cur = rl.rlim_max;
-    if (::setrlimit(RLIMIT_NOFILE, &rl) != 0) log::debug("proxy: cannot raise the file descriptor limit");
-  }
+  if (!util::raise_nofile_limit()) log::debug("proxy: cannot raise the file descriptor limit");
 }
 
 }  // namespace

@@ -258,6 +258,16 @@ Result<NetPolicy> NetPolicy::make(const std::vector<std::string>& allow, const s
   return p;
 }
 
+Result<NetPolicy> NetPolicy::allowing(const std::vector<std::string>& more) const {
+  NetPolicy p = *this;
+  for (const auto& s : more) {
+    auto r = parse_rule(s, true);
+    if (!r) return fail_msg("--allow-net " + r.error().what);
+    p.m_allow.push_back(std::move(*r));
+  }
+  return p;
+}
+
 Decision NetPolicy::decide(const HostPort& hp) const {
   for (const auto& r : m_deny) {
     if (matches(r, hp)) return Decision{false, "denied by --deny-net " + r.text, false};

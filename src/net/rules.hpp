@@ -82,6 +82,10 @@ class NetPolicy {
   // (localhost:3000)", "--resolve 'x:1.2.3': '1.2.3' is not an IP address". The host's own
   // addresses are read once, here (host_addresses).
 
+  // This policy with `more` allowed after its own --allow-net rules, parsed and named in
+  // errors as make() does those: what make(allow + more, ...) would give.
+  Result<NetPolicy> allowing(const std::vector<std::string>& more) const;
+
   // The decision for a requested host and port (hp as parsed by host.hpp, port set).
   // --deny-net always wins ("denied by --deny-net *.x.com"). A name is allowed by an exact
   // or wildcard rule, an IP literal only by an IP rule (comparing ::ffff:a.b.c.d as

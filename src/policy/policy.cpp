@@ -16,6 +16,7 @@
 
 #include "policy/secrets.hpp"
 #include "util/ca_bundle.hpp"
+#include "util/env.hpp"
 #include "util/log.hpp"
 #include "util/path.hpp"
 
@@ -409,15 +410,9 @@ std::string resolve_command(const std::string& name, const std::string& path_env
     std::string abs = path::absolute(name, cwd, "/");
     return usable(abs) ? abs : std::string();
   }
-  size_t start = 0;
-  while (start <= path_env.size()) {
-    size_t end = path_env.find(':', start);
-    if (end == std::string::npos) end = path_env.size();
-    std::string dir = path_env.substr(start, end - start);
-    if (dir.empty()) dir = cwd;
-    std::string cand = path::absolute(path::join(dir, name), cwd, "/");
+  for (const auto& dir : env::path_dirs(path_env)) {
+    std::string cand = path::absolute(path::join(dir.empty() ? cwd : dir, name), cwd, "/");
     if (usable(cand) && ::access(cand.c_str(), X_OK) == 0) return cand;
-    start = end + 1;
   }
   return {};
 }
@@ -430,7 +425,7 @@ FsRules compute_fs(const Policy& p, const Caller& c) {
   if (p.snapshot != SnapshotMode::Off) fs.tracked = p.snapshot_paths;
 
   auto path_it = c.env.find("PATH");
-  std::string path_env = path_it != c.env.end() ? path_it->second : "/usr/local/bin:/usr/bin:/bin";
+  std::string path_env = path_it != c.env.end() ? path_it->second : std::string(env::k_default_path);
   for (const auto& kv : p.env_set) {
     if (kv.first == "PATH") path_env = kv.second;
   }

@@ -1,19 +1,13 @@
 #include "policy/secrets.hpp"
 
-#include <sys/random.h>
+#include "util/random.hpp"
 
 namespace zb::policy {
 
 Result<std::string> make_placeholder() {
-  unsigned char b[32];
-  if (::getrandom(b, sizeof b, 0) != static_cast<ssize_t>(sizeof b)) return fail("getrandom");
-  static constexpr char k_hex[] = "0123456789abcdef";
-  std::string out(k_placeholder_prefix);
-  for (unsigned char c : b) {
-    out += k_hex[c >> 4];
-    out += k_hex[c & 15];
-  }
-  return out;
+  auto r = util::random_hex(32);
+  if (!r) return r;
+  return std::string(k_placeholder_prefix) + *r;
 }
 
 std::string invalid_secret_value(std::string_view value) {

@@ -32,6 +32,7 @@
 #include "store/registry.hpp"
 #include "store/store.hpp"
 #include "util/env.hpp"
+#include "util/fs.hpp"
 #include "util/log.hpp"
 #include "util/path.hpp"
 #include "zerobox/zerobox.hpp"
@@ -53,8 +54,19 @@ int setup_failed(StatusFd& status, const std::string& msg) {
   return zb::k_exit_setup;
 }
 
+// --allow-net, --deny-net and --resolve as one NetPolicy, made the first time it is needed
+// (into `made`): the secrets' own policy, and the proxy's with the --secret-host names.
+zb::Result<const zb::net::NetPolicy*> allow_net_policy(const Policy& p, std::optional<zb::net::NetPolicy>& made) {
+  if (!made) {
+    auto np = zb::net::NetPolicy::make(p.allow_net, p.deny_net, p.resolve, p.allow_net_all);
+    if (!np) return std::unexpected(np.error());
+    made.emplace(std::move(*np));
+  }
+  return &*made;
+}
+
 // The proxy's side of the secrets: their host rules, the run's CA and the TLS contexts.
-zb::Result<zb::net::ProxySecrets> make_secrets(const Policy& p) {
+zb::Result<zb::net::ProxySecrets> make_secrets(const Policy& p, std::optional<zb::net::NetPolicy>& allow_net_made) {
   std::vector<zb::net::SecretEntry> entries;
   bool any_host = !p.allow_net.empty() || p.allow_net_all;
   for (const auto& s : p.secrets) {
@@ -74,30 +86,14 @@ zb::Result<zb::net::ProxySecrets> make_secrets(const Policy& p) {
     }
     entries.push_back(std::move(e));
   }
-  auto allow_net = zb::net::NetPolicy::make(p.allow_net, p.deny_net, p.resolve, p.allow_net_all);
+  auto allow_net = allow_net_policy(p, allow_net_made);
   if (!allow_net) return std::unexpected(allow_net.error());
   auto ca = zb::net::CertAuthority::create(std::to_string(::getpid()) + "@" + std::to_string(::time(nullptr)));
   if (!ca) return std::unexpected(ca.error());
   auto tls = zb::net::make_tls_contexts(p.upstream_ca);
   if (!tls) return std::unexpected(tls.error());
-  return zb::net::ProxySecrets{zb::net::SecretSet(std::move(entries), std::move(*allow_net)), std::move(*ca),
+  return zb::net::ProxySecrets{zb::net::SecretSet(std::move(entries), **allow_net), std::move(*ca),
                                std::move(*tls)};
-}
-
-std::vector<std::string> exec_candidates(const std::string& name, const std::vector<std::string>& env) {
-  if (name.find('/') != std::string::npos) return {name};
-  std::string path = zb::env::find(env, "PATH").value_or("");
-  if (path.empty()) path = "/usr/local/bin:/usr/bin:/bin";
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (start <= path.size()) {
-    size_t end = path.find(':', start);
-    if (end == std::string::npos) end = path.size();
-    std::string dir = path.substr(start, end - start);
-    out.push_back((dir.empty() ? std::string(".") : dir) + "/" + name);
-    start = end + 1;
-  }
-  return out;
 }
 
 // Reports how the command ended (the child_exit event) and returns the exit code.
@@ -134,7 +130,7 @@ int finish(StatusFd& status, const std::string& cmd, zb::exec::Outcome outcome, 
 // {0, errno} when no candidate could be run, {1, errno} when it could not enter the
 // working directory (a setup error, not the command's exit status).
 int run_unsandboxed(const Policy& p, const std::vector<std::string>& env, StatusFd& status) {
-  auto cands = exec_candidates(p.argv[0], env);
+  auto cands = zb::exec::exec_candidates(p.argv[0], env);
   std::vector<char*> argv, envp, cv;
   for (const auto& a : p.argv) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
@@ -142,19 +138,19 @@ int run_unsandboxed(const Policy& p, const std::vector<std::string>& env, Status
   envp.push_back(nullptr);
   for (const auto& c : cands) cv.push_back(const_cast<char*>(c.c_str()));
   cv.push_back(nullptr);
-  int errpipe[2];
-  if (::pipe2(errpipe, O_CLOEXEC) != 0) return setup_failed(status, std::string("pipe: ") + std::strerror(errno));
+  auto errpipe = zb::make_pipe();
+  if (!errpipe) return setup_failed(status, std::string("pipe: ") + std::strerror(errpipe.error().err));
   zb::exec::SignalForwarding forwarding;
   pid_t parent = ::getpid();
   pid_t pid = ::fork();
   if (pid < 0) {
     int err = errno;
-    ::close(errpipe[0]);
-    ::close(errpipe[1]);
+    errpipe->read.reset();
+    errpipe->write.reset();
     return setup_failed(status, std::string("fork: ") + std::strerror(err));
   }
   if (pid == 0) {
-    ::close(errpipe[0]);
+    errpipe->read.reset();
     struct sigaction dfl {};
     dfl.sa_handler = SIG_DFL;
     for (int s : zb::exec::k_forwarded_signals) ::sigaction(s, &dfl, nullptr);
@@ -169,15 +165,15 @@ int run_unsandboxed(const Policy& p, const std::vector<std::string>& env, Status
     } else {
       report[1] = zb::exec::exec_first(cv.data(), argv.data(), envp.data());
     }
-    (void)!::write(errpipe[1], report, sizeof report);
+    (void)!::write(errpipe->write.get(), report, sizeof report);
     ::_exit(127);
   }
-  ::close(errpipe[1]);
+  errpipe->write.reset();
   forwarding.set_target(pid);
   status.child_started(pid);
   int32_t report[2] = {0, 0};
-  bool failed = ::read(errpipe[0], report, sizeof report) == static_cast<ssize_t>(sizeof report);
-  ::close(errpipe[0]);
+  bool failed = ::read(errpipe->read.get(), report, sizeof report) == static_cast<ssize_t>(sizeof report);
+  errpipe->read.reset();
   int st = 0;
   while (::waitpid(pid, &st, 0) < 0 && errno == EINTR) {
   }
@@ -202,8 +198,8 @@ struct SnapshotRun {
   void abandon() {
     if (!active) return;
     (void)store->finish(session.id, {.state = zb::store::SessionState::Failed});
-    (void)zb::snapshot::remove_tree(store->session_dir(session.id) + "/upper");
-    (void)zb::snapshot::remove_tree(store->session_dir(session.id) + "/work");
+    (void)zb::util::remove_tree(store->session_dir(session.id) + "/upper");
+    (void)zb::util::remove_tree(store->session_dir(session.id) + "/work");
     active = false;
   }
   ~SnapshotRun() { abandon(); }
@@ -441,8 +437,9 @@ int run_prestarted(Policy p, const std::vector<std::string>& environ, RunOptions
   }
   // Secrets: the run's CA, and the trust bundle the sandbox sees.
   std::optional<zb::net::ProxySecrets> secrets;
+  std::optional<zb::net::NetPolicy> allow_net;
   if (!p.secrets.empty()) {
-    auto made = make_secrets(p);
+    auto made = make_secrets(p, allow_net);
     if (!made) return setup_failed(status, made.error().message());
     secrets.emplace(std::move(*made));
     auto bundle = zb::net::trust_bundle(secrets->ca.ca_pem());
@@ -462,7 +459,7 @@ int run_prestarted(Policy p, const std::vector<std::string>& environ, RunOptions
   spec.cwd = p.cwd;
   spec.argv = p.argv;
   spec.env = env;
-  spec.exec_candidates = exec_candidates(p.argv[0], env);
+  spec.exec_candidates = zb::exec::exec_candidates(p.argv[0], env);
   // The sandbox sees the host's files, so PATH resolves there as it did here: try that
   // first rather than failing execve() once per earlier PATH entry.
   if (!fs.command_path.empty() && p.argv[0].find('/') == std::string::npos) {
@@ -474,9 +471,11 @@ int run_prestarted(Policy p, const std::vector<std::string>& environ, RunOptions
   std::optional<zb::net::NetPolicy> net_policy;
   if (p.net == NetMode::Filtered) {
     // The hosts of --secret-host are allowed without being listed in --allow-net.
-    std::vector<std::string> allow = p.allow_net;
-    for (const auto& sec : p.secrets) allow.insert(allow.end(), sec.hosts.begin(), sec.hosts.end());
-    auto np = zb::net::NetPolicy::make(allow, p.deny_net, p.resolve, p.allow_net_all);
+    auto base = allow_net_policy(p, allow_net);
+    if (!base) return setup_failed(status, base.error().message());
+    std::vector<std::string> secret_hosts;
+    for (const auto& sec : p.secrets) secret_hosts.insert(secret_hosts.end(), sec.hosts.begin(), sec.hosts.end());
+    auto np = (*base)->allowing(secret_hosts);
     if (!np) return setup_failed(status, np.error().message());
     net_policy.emplace(std::move(*np));
     spec.proxy_port = zb::policy::k_proxy_port;

@@ -2,11 +2,8 @@
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <linux/openat2.h>
 #include <signal.h>
-#include <sys/random.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -23,9 +20,12 @@
 
 #include "snapshot/changeset.hpp"
 #include "snapshot/journal.hpp"
+#include "util/beneath.hpp"
 #include "util/copy.hpp"
+#include "util/fs.hpp"
 #include "util/log.hpp"
 #include "util/path.hpp"
+#include "util/random.hpp"
 
 namespace zb::snapshot {
 
@@ -79,19 +79,6 @@ State side(const Change& c, bool after) {
 // files exactly as they were.
 std::uint32_t written_mode(const State& s) { return s.mode & 07777u; }
 
-std::int64_t mtime_of(const struct stat& st) {
-  return static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
-}
-
-long openat2_call(int dirfd, const char* p, std::uint64_t flags, std::uint64_t resolve) {
-  struct open_how how {};
-  how.flags = flags;
-  how.resolve = resolve;
-  return ::syscall(SYS_openat2, dirfd, p, &how, sizeof how);
-}
-
-constexpr std::uint64_t k_beneath = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
-
 // The tracked roots of a session, opened once, and the parent directory of each target
 // resolved beneath its root.
 class Tree {
@@ -111,9 +98,9 @@ class Tree {
   Result<int> root_fd(std::size_t i) {
     auto it = m_fds.find(i);
     if (it != m_fds.end()) return it->second.get();
-    long fd = openat2_call(AT_FDCWD, m_roots[i].c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC, RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
+    int fd = util::openat2_fd(AT_FDCWD, m_roots[i].c_str(), O_PATH | O_DIRECTORY, RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
     if (fd < 0) return fail("open tracked root " + log::quote(m_roots[i]));
-    return m_fds.emplace(i, UniqueFd(static_cast<int>(fd))).first->second.get();
+    return m_fds.emplace(i, UniqueFd(fd)).first->second.get();
   }
 
   // The parent directory of p (O_PATH) and p's last name. ENOENT/ENOTDIR when a parent
@@ -135,9 +122,9 @@ class Tree {
     if (dir.empty()) return Parent{*rfd, name};
     std::string key = std::to_string(*r) + "/" + dir;
     if (key != m_cached_key) {
-      long fd = openat2_call(*rfd, dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC, k_beneath);
-      if (fd < 0) return fail("open " + log::quote(path::join(root, dir)));
-      m_cached.reset(static_cast<int>(fd));
+      auto fd = util::open_beneath(*rfd, dir, O_PATH | O_DIRECTORY, path::join(root, dir));
+      if (!fd) return std::unexpected(fd.error());
+      m_cached = std::move(*fd);
       m_cached_key = key;
     }
     return Parent{m_cached.get(), name};
@@ -212,14 +199,6 @@ Result<Observed> observe(Tree& tree, const std::string& p) {
   return o;
 }
 
-Result<std::string> read_link_at(int dirfd, const std::string& name, const std::string& shown) {
-  std::string buf(4096, '\0');
-  ssize_t n = ::readlinkat(dirfd, name.c_str(), buf.data(), buf.size());
-  if (n < 0) return fail("readlink " + log::quote(shown));
-  buf.resize(static_cast<std::size_t>(n));
-  return buf;
-}
-
 // The user.* xattrs of an encoded set (those a command may set, util::XattrScope::Carried);
 // nullopt when none were recorded.
 std::optional<util::Xattrs> carried_of(const std::optional<std::string>& encoded) {
@@ -248,13 +227,13 @@ Result<bool> at_state_stat(store::Store& store, Tree& tree, const std::string& p
     case FileType::Symlink: {
       auto par = tree.parent(p);
       if (!par) return std::unexpected(par.error());
-      auto l = read_link_at(par->fd, par->name, p);
+      auto l = util::read_link_at(par->fd, par->name.c_str(), log::quote(p));
       if (!l) return std::unexpected(l.error());
       return *l == s.link;
     }
     case FileType::Regular: {
       if (have != want || o.st.st_size != s.size) return false;
-      if (mtime_of(o.st) == s.mtime_ns) return true;
+      if (util::mtime_ns(o.st) == s.mtime_ns) return true;
       if (s.blob.empty()) return false;
       auto par = tree.parent(p);
       if (!par) return std::unexpected(par.error());
@@ -350,7 +329,7 @@ Result<void> capture(store::Store& store, Tree& tree, Change& c, const Observed&
   if (!o.exists) return {};
   c.old_type = o.type;
   c.old_mode = o.st.st_mode & 07777u;
-  c.old_mtime_ns = mtime_of(o.st);
+  c.old_mtime_ns = util::mtime_ns(o.st);
   c.old_uid = o.st.st_uid;
   c.old_gid = o.st.st_gid;
   auto par = tree.parent(c.path);
@@ -363,7 +342,7 @@ Result<void> capture(store::Store& store, Tree& tree, Change& c, const Observed&
     if (!b) return std::unexpected(b.error());
     c.old_blob = b->hash;
   } else if (o.type == FileType::Symlink) {
-    auto l = read_link_at(par->fd, par->name, c.path);
+    auto l = util::read_link_at(par->fd, par->name.c_str(), log::quote(c.path));
     if (!l) return std::unexpected(l.error());
     c.old_size = static_cast<std::int64_t>(l->size());
     c.old_link = *l;
@@ -450,9 +429,9 @@ class WritableParent {
     auto slash = rel.rfind('/');
     std::string pdir = slash == std::string::npos ? "." : rel.substr(0, slash);
     m_name = slash == std::string::npos ? rel : rel.substr(slash + 1);
-    long fd = pdir == "." ? ::fcntl(*root, F_DUPFD_CLOEXEC, 0) : openat2_call(*root, pdir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC, k_beneath);
+    int fd = pdir == "." ? ::fcntl(*root, F_DUPFD_CLOEXEC, 0) : util::openat2_fd(*root, pdir.c_str(), O_PATH | O_DIRECTORY, util::k_resolve_beneath);
     if (fd < 0) return;
-    m_fd.reset(static_cast<int>(fd));
+    m_fd.reset(fd);
     struct stat st {};
     if (::fstatat(m_fd.get(), m_name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode)) return;
     if ((st.st_mode & 0300) == 0300 || st.st_uid != ::geteuid()) return;
@@ -646,24 +625,12 @@ std::string intent_data(const std::string& restores, bool force, const std::stri
   return j.dump();
 }
 
-Result<std::string> random_tag() {
-  unsigned char b[16];
-  if (::getrandom(b, sizeof b, 0) != static_cast<ssize_t>(sizeof b)) return fail("getrandom");
-  static constexpr std::string_view hex = "0123456789abcdef";
-  std::string out;
-  for (unsigned char c : b) {
-    out += hex[c >> 4];
-    out += hex[c & 15];
-  }
-  return out;
-}
-
 // The `begin` of an accept or restore: records the intent (its id in `intent`) with a
 // fresh tag for the temporary names.
 std::function<Result<std::string>()> intent_recorder(store::Store& store, const std::string& session, const char* op,
                                                      const std::string& restores, bool force, std::int64_t& intent) {
   return [&store, session, op, restores, force, &intent]() -> Result<std::string> {
-    auto tag = random_tag();
+    auto tag = util::random_hex(16);
     if (!tag) return tag;
     auto id = store.add_intent(session, op, intent_data(restores, force, *tag));
     if (!id) return std::unexpected(id.error());
@@ -1224,7 +1191,7 @@ Result<void> recover_interrupted(store::Store& store) {
       continue;
     }
     if (tag.empty()) {
-      auto t = random_tag();
+      auto t = util::random_hex(16);
       if (!t) return std::unexpected(t.error());
       tag = *t;
     }

@@ -18,6 +18,7 @@
 
 #include "util/copy.hpp"
 #include "util/fd.hpp"
+#include "util/fs.hpp"
 
 namespace zb::snapshot {
 
@@ -90,24 +91,8 @@ Result<UniqueFd> open_dir_at(int dir_fd, const char* name, const std::string& wh
   return fd;
 }
 
-Result<std::string> read_link_at(int dir_fd, const char* name, const std::string& what) {
-  std::string buf(256, '\0');
-  for (;;) {
-    ssize_t n = ::readlinkat(dir_fd, name, buf.data(), buf.size());
-    if (n < 0) return fail("readlinkat " + what);
-    auto len = static_cast<std::size_t>(n);
-    if (len < buf.size()) {
-      buf.resize(len);
-      return buf;
-    }
-    buf.resize(buf.size() * 2);
-  }
-}
-
-std::int64_t mtime_ns(const struct stat& st) {
-  return static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 +
-         static_cast<std::int64_t>(st.st_mtim.tv_nsec);
-}
+using util::mtime_ns;
+using util::read_link_at;
 
 std::uint32_t perm_bits(const struct stat& st) { return st.st_mode & 07777U; }
 

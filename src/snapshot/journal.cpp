@@ -1,19 +1,16 @@
 #include "snapshot/journal.hpp"
 
-#include <dirent.h>
 #include <fcntl.h>
-#include <linux/openat2.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstring>
 #include <nlohmann/json.hpp>
 
 #include "snapshot/apply.hpp"
 #include "snapshot/changeset.hpp"
+#include "util/beneath.hpp"
+#include "util/fs.hpp"
 #include "util/log.hpp"
 #include "util/path.hpp"
 #include "util/text.hpp"
@@ -67,43 +64,6 @@ std::vector<std::string> from_array(const nlohmann::json& j, const char* key) {
 }
 
 
-Result<UniqueFd> open_beneath(int dirfd, const std::string& rel, int flags, const std::string& shown) {
-  struct open_how how {};
-  how.flags = static_cast<__u64>(static_cast<unsigned>(flags | O_CLOEXEC));
-  how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
-  long fd = ::syscall(SYS_openat2, dirfd, rel.c_str(), &how, sizeof how);
-  if (fd < 0) return fail("open " + log::quote(shown));
-  return UniqueFd(static_cast<int>(fd));
-}
-
-Result<void> remove_below(int dirfd, const std::string& shown) {
-  DIR* d = ::fdopendir(::dup(dirfd));
-  if (d == nullptr) return fail("opendir " + log::quote(shown));
-  std::vector<std::pair<std::string, bool>> entries;
-  while (dirent* e = ::readdir(d)) {
-    if (std::strcmp(e->d_name, ".") == 0 || std::strcmp(e->d_name, "..") == 0) continue;
-    entries.emplace_back(e->d_name, e->d_type == DT_DIR || e->d_type == DT_UNKNOWN);
-  }
-  ::closedir(d);
-  for (const auto& [name, maybe_dir] : entries) {
-    std::string sub = shown + "/" + name;
-    if (maybe_dir) {
-      struct stat st {};
-      if (::fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode)) {
-        if ((st.st_mode & 0700) != 0700) ::fchmodat(dirfd, name.c_str(), 0700, 0);
-        UniqueFd child(::openat(dirfd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-        if (!child) return fail("open " + log::quote(sub));
-        if (auto r = remove_below(child.get(), sub); !r) return r;
-        if (::unlinkat(dirfd, name.c_str(), AT_REMOVEDIR) != 0) return fail("rmdir " + log::quote(sub));
-        continue;
-      }
-    }
-    if (::unlinkat(dirfd, name.c_str(), 0) != 0 && errno != ENOENT) return fail("unlink " + log::quote(sub));
-  }
-  return {};
-}
-
-
 }  // namespace
 
 // A change to a protected path, or one that puts a file or symlink where a protected
@@ -135,33 +95,11 @@ SessionPolicy SessionPolicy::from_json(const std::string& text) {
   return p;
 }
 
-Result<void> remove_tree(const std::string& p) {
-  struct stat st {};
-  if (::lstat(p.c_str(), &st) != 0) {
-    if (errno == ENOENT) return {};
-    return fail("stat " + log::quote(p));
-  }
-  if (!S_ISDIR(st.st_mode)) {
-    if (::unlink(p.c_str()) != 0) return fail("unlink " + log::quote(p));
-    return {};
-  }
-  if ((st.st_mode & 0700) != 0700) ::chmod(p.c_str(), 0700);
-  UniqueFd fd(::open(p.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-  if (!fd) return fail("open " + log::quote(p));
-  if (auto r = remove_below(fd.get(), p); !r) return r;
-  if (::rmdir(p.c_str()) != 0) return fail("rmdir " + log::quote(p));
-  return {};
-}
-
 Result<JournalStats> journal_session(store::Store& store, const store::Session& session, const SessionPolicy& policy) {
   JournalStats stats;
   // The walk holds two or three fds per level of the deepest directory the command made:
   // use the hard limit, not the (often 1024) soft one. The sandbox is gone by now.
-  struct rlimit rl {};
-  if (::getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-    rl.rlim_cur = rl.rlim_max;
-    ::setrlimit(RLIMIT_NOFILE, &rl);
-  }
+  (void)util::raise_nofile_limit();
   auto excludes = Excludes::compile(policy.exclude);
   if (!excludes) return std::unexpected(excludes.error());
   std::string sdir = store.session_dir(session.id);
@@ -221,7 +159,7 @@ Result<JournalStats> journal_session(store::Store& store, const store::Session& 
         return {};
       }
       if (c.old_type == FileType::Regular) {
-        auto f = open_beneath(lower_fd.get(), rel, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, abs);
+        auto f = util::open_beneath(lower_fd.get(), rel, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, abs);
         if (!f) return std::unexpected(f.error());
         auto b = store.put_blob_from_fd(f->get());
         if (!b) return std::unexpected(b.error());
@@ -231,7 +169,7 @@ Result<JournalStats> journal_session(store::Store& store, const store::Session& 
         auto slash = rel.rfind('/');
         std::string dir = slash == std::string::npos ? "." : rel.substr(0, slash);
         std::string name = slash == std::string::npos ? rel : rel.substr(slash + 1);
-        auto d = dir == "." ? Result<UniqueFd>(UniqueFd(::dup(upper_fd.get()))) : open_beneath(upper_fd.get(), dir, O_PATH | O_DIRECTORY, upper + "/" + dir);
+        auto d = dir == "." ? Result<UniqueFd>(UniqueFd(::dup(upper_fd.get()))) : util::open_beneath(upper_fd.get(), dir, O_PATH | O_DIRECTORY, upper + "/" + dir);
         if (!d) return std::unexpected(d.error());
         // The command may have left its directories read-only or its file unreadable
         // (Go's module cache does): zerobox owns the upper layer, and the modes are
@@ -284,8 +222,8 @@ Result<JournalStats> journal_session(store::Store& store, const store::Session& 
   if (stats.changes > 0 || stats.excluded > 0) {
     if (auto r = store.sync(); !r) return std::unexpected(r.error());
   }
-  if (auto r = remove_tree(sdir + "/upper"); !r) return std::unexpected(r.error());
-  if (auto r = remove_tree(sdir + "/work"); !r) return std::unexpected(r.error());
+  if (auto r = util::remove_tree(sdir + "/upper"); !r) return std::unexpected(r.error());
+  if (auto r = util::remove_tree(sdir + "/work"); !r) return std::unexpected(r.error());
   return stats;
 }
 

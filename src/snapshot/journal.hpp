@@ -55,8 +55,4 @@ struct JournalStats {
 // Journals the changes of a session whose sandbox is gone. Warnings go to the log.
 Result<JournalStats> journal_session(store::Store& store, const store::Session& session, const SessionPolicy& policy);
 
-// rm -rf of a directory tree without following symlinks; a tree that does not exist is
-// fine. Directories without search permission (overlay's work/work) are made searchable.
-Result<void> remove_tree(const std::string& path);
-
 }  // namespace zb::snapshot

@@ -13,6 +13,8 @@
 #include "store/internal.hpp"
 #include "store/sqlite.hpp"
 #include "store/store.hpp"
+#include "util/random.hpp"
+#include "util/text.hpp"
 
 // Header-only: every XXH function is static inline here, so nothing links libxxhash.
 #define XXH_INLINE_ALL
@@ -114,11 +116,7 @@ Result<Digest> hash_stream(int fd, int out_fd, const std::string& shown_in, cons
   if (out_fd >= 0 && ::ftruncate(out_fd, d.size) != 0) return fail("ftruncate " + shown_out);
   XXH128_canonical_t canon;
   XXH128_canonicalFromHash(&canon, XXH3_128bits_digest(state.get()));
-  static constexpr std::string_view hex = "0123456789abcdef";
-  for (unsigned char c : canon.digest) {
-    d.hash += hex[c >> 4];
-    d.hash += hex[c & 15];
-  }
+  d.hash = text::hex(std::string_view(reinterpret_cast<const char*>(canon.digest), sizeof canon.digest));
   return d;
 }
 
@@ -234,13 +232,7 @@ std::string next_key(const std::string& hash, int n) {
   XXH128_hash_t h = XXH3_128bits(in.data(), in.size());
   XXH128_canonical_t canon;
   XXH128_canonicalFromHash(&canon, h);
-  static constexpr std::string_view hex = "0123456789abcdef";
-  std::string out;
-  for (unsigned char c : canon.digest) {
-    out += hex[c >> 4];
-    out += hex[c & 15];
-  }
-  return out;
+  return text::hex(std::string_view(reinterpret_cast<const char*>(canon.digest), sizeof canon.digest));
 }
 
 }  // namespace
@@ -305,7 +297,7 @@ Result<BlobInfo> Store::install_blob(int src_dir_fd, const std::string& src_name
 }
 
 Result<BlobInfo> Store::put_blob_from_fd(int fd) {
-  auto rnd = detail::random_hex(8);
+  auto rnd = util::random_hex(8);
   if (!rnd) return std::unexpected(rnd.error());
   std::string name = "tmp." + *rnd;
   std::string shown = m_dir + "/blobs/" + name;

@@ -13,18 +13,11 @@
 
 namespace zb::store::detail {
 
-// n random bytes from getrandom(2) as 2n lowercase hex digits.
-Result<std::string> random_hex(std::size_t n);
-
 // mkdir -p with mode 0700 for every directory it creates.
 Result<void> make_dirs(const std::string& dir);
 
 // CLOCK_REALTIME in nanoseconds.
 std::int64_t now_ns();
-
-// The names in directory `dir_fd` but "." and "..", in readdir order; `shown` names it in
-// errors. dir_fd stays open and unchanged (the listing reads a duplicate).
-Result<std::vector<std::string>> list_names(int dir_fd, const std::string& shown);
 
 // flock(LOCK_EX) on the blobs/ directory, held while blob files are created or deleted
 // and their rows changed (store.hpp, "On-disk format"). Taken before any SQLite write

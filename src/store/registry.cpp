@@ -13,8 +13,10 @@
 
 #include "store/internal.hpp"
 #include "store/store.hpp"
+#include "util/fs.hpp"
 #include "util/log.hpp"
 #include "util/path.hpp"
+#include "util/random.hpp"
 
 namespace zb::store {
 
@@ -247,7 +249,7 @@ Result<void> Registry::add_store(const Lock& lock, const std::string& dir) {
 }
 
 Result<void> Registry::check_reach(const Lock&, const std::string& dir) {
-  auto names = detail::list_names(m_running_fd.get(), m_dir + "/running");
+  auto names = util::list_names(m_running_fd.get(), m_dir + "/running");
   if (!names) return std::unexpected(names.error());
   for (const auto& name : *names) {
     std::string shown = m_dir + "/running/" + name;
@@ -293,7 +295,7 @@ Result<Registry::Entry> Registry::record_run(const Lock&, RunRecord r) {
   auto start = process_start_time(r.pid);
   if (!start) return fail_msg("cannot read the start time of this process from /proc/" + std::to_string(r.pid) + "/stat");
   r.start_time = *start;
-  auto tag = detail::random_hex(8);
+  auto tag = util::random_hex(8);
   if (!tag) return std::unexpected(tag.error());
   std::string name = std::to_string(r.pid) + "." + *tag;
   std::string shown = m_dir + "/running/" + name;

@@ -1,4 +1,5 @@
-// Owners for SQLite handles and the few helpers src/store needs. Internal to src/store.
+// Owners for SQLite statements and the few helpers src/store needs (the connection's
+// owner is Store::m_db, store.hpp). Internal to src/store.
 #pragma once
 
 #include <sqlite3.h>
@@ -14,12 +15,6 @@
 #include "util/error.hpp"
 
 namespace zb::store::sql {
-
-struct DbClose {
-  void operator()(sqlite3* db) const { sqlite3_close_v2(db); }
-};
-// The one owner of a connection.
-using Db = std::unique_ptr<sqlite3, DbClose>;
 
 // "what: <sqlite message>", err 0 (SQLite's codes are not errno values).
 std::unexpected<SysError> error(sqlite3* db, std::string what);

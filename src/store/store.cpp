@@ -3,10 +3,8 @@
 #include "store/store.hpp"
 #include "util/text.hpp"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <sys/file.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -22,8 +20,10 @@
 #include "store/registry.hpp"
 #include "store/sqlite.hpp"
 #include "util/env.hpp"
+#include "util/fs.hpp"
 #include "util/log.hpp"
 #include "util/path.hpp"
+#include "util/random.hpp"
 
 namespace zb::store {
 
@@ -95,34 +95,6 @@ Result<UniqueFd> open_subdir(int parent, const std::string& name, const std::str
   UniqueFd fd(::openat(parent, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (!fd) return fail("open " + shown);
   return fd;
-}
-
-// rm -rf of parent/name without following symlinks. Directories a sandboxed command (or
-// overlayfs, whose work/work is mode 0) left without write or search permission are made
-// 0700 first, which their owner may always do.
-Result<void> remove_tree(int parent, const std::string& name, const std::string& shown) {
-  struct stat st {};
-  if (::fstatat(parent, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
-    return errno == ENOENT ? Result<void>{} : fail("stat " + shown);
-  }
-  if (S_ISDIR(st.st_mode)) {
-    int flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
-    UniqueFd fd(::openat(parent, name.c_str(), flags));
-    if (!fd && errno == EACCES && ::fchmodat(parent, name.c_str(), 0700, 0) == 0) {
-      fd.reset(::openat(parent, name.c_str(), flags));
-    }
-    if (!fd) return fail("open " + shown);
-    if ((st.st_mode & 0700) != 0700) (void)::fchmod(fd.get(), 0700);
-    auto names = detail::list_names(fd.get(), shown);
-    if (!names) return std::unexpected(names.error());
-    for (const auto& n : *names) {
-      if (auto r = remove_tree(fd.get(), n, shown + "/" + n); !r) return r;
-    }
-    if (::unlinkat(parent, name.c_str(), AT_REMOVEDIR) != 0 && errno != ENOENT) return fail("rmdir " + shown);
-    return {};
-  }
-  if (::unlinkat(parent, name.c_str(), 0) != 0 && errno != ENOENT) return fail("unlink " + shown);
-  return {};
 }
 
 // 'X' for messages, escaped when X could forge output.
@@ -330,28 +302,6 @@ bool valid_id(std::string_view s) {
 
 namespace detail {
 
-Result<std::string> random_hex(std::size_t n) {
-  std::string raw(n, '\0');
-  std::size_t got = 0;
-  while (got < n) {
-    ssize_t r = ::getrandom(raw.data() + got, n - got, 0);
-    if (r < 0) {
-      if (errno == EINTR) continue;
-      return fail("getrandom");
-    }
-    got += static_cast<std::size_t>(r);
-  }
-  static constexpr std::string_view hex = "0123456789abcdef";
-  std::string out;
-  out.reserve(2 * n);
-  for (char ch : raw) {
-    auto c = static_cast<unsigned char>(ch);
-    out += hex[c >> 4];
-    out += hex[c & 15];
-  }
-  return out;
-}
-
 Result<void> make_dirs(const std::string& dir) {
   std::size_t pos = 0;
   while (pos != std::string::npos) {
@@ -367,23 +317,6 @@ std::int64_t now_ns() {
   timespec ts{};
   ::clock_gettime(CLOCK_REALTIME, &ts);
   return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
-
-Result<std::vector<std::string>> list_names(int dir_fd, const std::string& shown) {
-  // A duplicate shares the offset: rewind it, so that a listed fd can be listed again.
-  UniqueFd dup_fd(::openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!dup_fd) return fail("open " + shown);
-  std::unique_ptr<DIR, int (*)(DIR*)> d(::fdopendir(dup_fd.get()), ::closedir);
-  if (!d) return fail("opendir " + shown);
-  dup_fd.release();
-  std::vector<std::string> names;
-  errno = 0;
-  while (dirent* e = ::readdir(d.get())) {
-    std::string_view n = e->d_name;
-    if (n != "." && n != "..") names.emplace_back(n);
-  }
-  if (errno != 0) return fail("readdir " + shown);
-  return names;
 }
 
 }  // namespace detail
@@ -507,7 +440,7 @@ Result<Session> Store::create_session(const NewSession& ns) {
   // 128 random bits never collide in practice; EEXIST is still checked rather than
   // assumed away, since the directory is what a second session would overwrite.
   for (int attempt = 0;; ++attempt) {
-    auto id = detail::random_hex(16);
+    auto id = util::random_hex(16);
     if (!id) return std::unexpected(id.error());
     if (::mkdirat(m_sessions_fd.get(), id->c_str(), 0700) == 0) {
       s.id = std::move(*id);
@@ -521,7 +454,7 @@ Result<Session> Store::create_session(const NewSession& ns) {
     std::string id, shown;
     bool armed = true;
     ~Undo() {
-      if (armed) (void)remove_tree(parent, id, shown);
+      if (armed) (void)util::remove_tree_at(parent, id, shown);
     }
   } undo{m_sessions_fd.get(), s.id, session_dir(s.id)};
   auto dir = open_subdir(m_sessions_fd.get(), s.id, session_dir(s.id), false);
@@ -741,7 +674,7 @@ Result<void> Store::remove_session_unlocked(const std::string& id) {
   }
   struct stat st {};
   bool had_dir = ::fstatat(m_sessions_fd.get(), id.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
-  if (auto r = remove_tree(m_sessions_fd.get(), id, session_dir(id)); !r) return r;
+  if (auto r = util::remove_tree_at(m_sessions_fd.get(), id, session_dir(id)); !r) return r;
   if (!had_row && !had_dir) return fail("no session " + id, ENOENT);
   return {};
 }

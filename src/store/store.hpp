@@ -391,6 +391,7 @@ class Store {
                                 const std::string& hash, std::int64_t size);
   Result<void> remove_session_unlocked(const std::string& id);
 
+  // The one owner of the connection; out of line, so this header needs no sqlite3.h.
   struct DbClose {
     void operator()(sqlite3* db) const;
   };

@@ -21,4 +21,16 @@ std::optional<std::string> find(const std::vector<std::string>& environ, std::st
   return std::nullopt;
 }
 
+std::vector<std::string> path_dirs(std::string_view path) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (start <= path.size()) {
+    std::size_t end = path.find(':', start);
+    if (end == std::string_view::npos) end = path.size();
+    out.emplace_back(path.substr(start, end - start));
+    start = end + 1;
+  }
+  return out;
+}
+
 }  // namespace zb::env

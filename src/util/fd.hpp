@@ -1,9 +1,12 @@
 // UniqueFd: the single owner of a file descriptor. Move-only; closes on destruction.
 #pragma once
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <utility>
+
+#include "util/error.hpp"
 
 namespace zb {
 
@@ -37,5 +40,13 @@ struct Pipe {
   UniqueFd read;
   UniqueFd write;
 };
+
+// pipe2(2) into its two owners. The error allocates: not for the child after clone(),
+// which calls pipe2 itself.
+inline Result<Pipe> make_pipe(int flags = O_CLOEXEC) {
+  int fds[2];
+  if (::pipe2(fds, flags) != 0) return fail("pipe2");
+  return Pipe{UniqueFd(fds[0]), UniqueFd(fds[1])};
+}
 
 }  // namespace zb

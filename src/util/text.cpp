@@ -77,4 +77,16 @@ std::optional<std::string> unbase64(std::string_view in) {
   return out;
 }
 
+std::string hex(std::string_view bytes) {
+  static constexpr std::string_view k_digits = "0123456789abcdef";
+  std::string out;
+  out.reserve(2 * bytes.size());
+  for (char ch : bytes) {
+    auto c = static_cast<unsigned char>(ch);
+    out += k_digits[c >> 4];
+    out += k_digits[c & 15];
+  }
+  return out;
+}
+
 }  // namespace zb::text

@@ -457,3 +457,24 @@ TEST_CASE("net: --resolve names the host and lets a private address through") {
   REQUIRE_FALSE(dup);
   CHECK(dup.error().what.find("already mapped") != std::string::npos);
 }
+
+TEST_CASE("net: allowing() adds rules as make() would have parsed them") {
+  auto base = policy({"api.example.com"}, {"*.bad.example"}, {{"db.internal", "10.0.0.5"}});
+  auto more = base.allowing({"*.extra.example", "localhost:3000"});
+  REQUIRE(more);
+  auto whole = policy({"api.example.com", "*.extra.example", "localhost:3000"}, {"*.bad.example"},
+                      {{"db.internal", "10.0.0.5"}});
+  for (const char* a : {"api.example.com:443", "x.extra.example:443", "localhost:3000", "x.bad.example:443",
+                        "other.example:443", "db.internal:5432"}) {
+    auto d1 = more->decide(req(a));
+    auto d2 = whole.decide(req(a));
+    CHECK_MESSAGE(d1.allowed == d2.allowed, a);
+    CHECK_MESSAGE(d1.reason == d2.reason, a);
+    CHECK_MESSAGE(d1.explicit_name == d2.explicit_name, a);
+  }
+  // The base is unchanged, and an entry make() would refuse is refused the same way.
+  CHECK_FALSE(base.decide(req("x.extra.example:443")).allowed);
+  auto bad = base.allowing({"localhost"});
+  REQUIRE_FALSE(bad);
+  CHECK(bad.error().what == "--allow-net 'localhost': loopback needs a port (localhost:3000)");
+}
