@@ -1,7 +1,6 @@
 #include "exec/ids.hpp"
 
 #include <fcntl.h>
-#include <grp.h>
 #include <poll.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
@@ -172,7 +171,13 @@ int send_host_tree(int channel, const IdmappedTree& tree) {
 }
 
 int become_own_root(int death_signal) {
-  if (::setresgid(0, 0, 0) != 0 || ::setgroups(0, nullptr) != 0 || ::setresuid(0, 0, 0) != 0) return -1;
+  // Raw system calls: glibc's wrappers change the ids of every thread of the process
+  // (setxid broadcast), and this copy of a multi-threaded process still lists threads that
+  // are not in it, so they would wait for those forever.
+  if (::syscall(SYS_setresgid, 0, 0, 0) != 0 || ::syscall(SYS_setgroups, 0, nullptr) != 0 ||
+      ::syscall(SYS_setresuid, 0, 0, 0) != 0) {
+    return -1;
+  }
   if (::prctl(PR_SET_PDEATHSIG, death_signal, 0, 0, 0) != 0) return -1;
   return 0;
 }
