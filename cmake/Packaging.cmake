@@ -9,20 +9,31 @@ include(CMakePackageConfigHelpers)
 
 # ---- Man page and shell completions, generated from the CLI11 Apps (src/cli/app.hpp) ----
 add_executable(zb_docs_gen tools/docs_gen/main.cpp tools/docs_gen/model.cpp tools/docs_gen/man.cpp
-               tools/docs_gen/bash.cpp tools/docs_gen/zsh.cpp tools/docs_gen/fish.cpp)
+               tools/docs_gen/bash.cpp tools/docs_gen/zsh.cpp tools/docs_gen/fish.cpp
+               tools/docs_gen/reference.cpp)
 target_link_libraries(zb_docs_gen PRIVATE zerobox_core)
+target_include_directories(zb_docs_gen SYSTEM PRIVATE ${TOMLPP_INCLUDE})
 set(ZEROBOX_DOCS_DIR ${CMAKE_BINARY_DIR}/generated/docs)
 set(zerobox_docs_outputs ${ZEROBOX_DOCS_DIR}/zerobox.1 ${ZEROBOX_DOCS_DIR}/zerobox.1.gz ${ZEROBOX_DOCS_DIR}/zerobox.bash
-                         ${ZEROBOX_DOCS_DIR}/_zerobox ${ZEROBOX_DOCS_DIR}/zerobox.fish)
+                         ${ZEROBOX_DOCS_DIR}/_zerobox ${ZEROBOX_DOCS_DIR}/zerobox.fish
+                         ${ZEROBOX_DOCS_DIR}/cli-reference.md)
+set(zerobox_docs_sources ${PROJECT_SOURCE_DIR}/docs/man/zerobox.1.in ${PROJECT_SOURCE_DIR}/docs/cli-reference.md.in
+                         ${PROJECT_SOURCE_DIR}/docs/flags.toml)
 add_custom_command(
   OUTPUT ${zerobox_docs_outputs}
   COMMAND ${CMAKE_COMMAND} -E make_directory ${ZEROBOX_DOCS_DIR}
-  COMMAND zb_docs_gen ${ZEROBOX_DOCS_DIR} ${PROJECT_SOURCE_DIR}/docs/man/zerobox.1.in
+  COMMAND zb_docs_gen ${ZEROBOX_DOCS_DIR} ${zerobox_docs_sources}
   # -n: no name or time stamp in the header, so the .deb is reproducible.
   COMMAND gzip -9nkf ${ZEROBOX_DOCS_DIR}/zerobox.1
-  DEPENDS zb_docs_gen ${PROJECT_SOURCE_DIR}/docs/man/zerobox.1.in
-  COMMENT "Generating the man page and shell completions from the CLI definition")
+  DEPENDS zb_docs_gen ${zerobox_docs_sources}
+  COMMENT "Generating the man page, the CLI reference and shell completions from the CLI definition")
 add_custom_target(zerobox_docs ALL DEPENDS ${zerobox_docs_outputs})
+# docs/cli-reference.md is checked in, for readers of the repository; the docs.cli_reference
+# test fails when it is not what the build makes, and this target updates it.
+add_custom_target(update-docs
+  COMMAND ${CMAKE_COMMAND} -E copy ${ZEROBOX_DOCS_DIR}/cli-reference.md ${PROJECT_SOURCE_DIR}/docs/cli-reference.md
+  DEPENDS ${zerobox_docs_outputs}
+  COMMENT "Copying the generated CLI reference to docs/cli-reference.md")
 
 # zsh has no completion directory every system searches: for the prefix /usr (the .deb)
 # Debian's share/zsh/vendor-completions, else share/zsh/site-functions, which zsh

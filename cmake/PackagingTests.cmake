@@ -21,3 +21,6 @@ foreach(what man bash zsh fish)
            COMMAND ${zerobox_pkg_tests}/docs.sh ${what} $<TARGET_FILE:zerobox> ${ZEROBOX_DOCS_DIR})
   set_tests_properties(pkg.docs.${what} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120 LABELS packaging)
 endforeach()
+add_test(NAME pkg.docs.reference
+         COMMAND ${zerobox_pkg_tests}/docs.sh reference $<TARGET_FILE:zerobox> ${ZEROBOX_DOCS_DIR} ${PROJECT_SOURCE_DIR})
+set_tests_properties(pkg.docs.reference PROPERTIES TIMEOUT 120 LABELS packaging)

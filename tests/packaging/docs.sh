@@ -3,9 +3,11 @@
 # CLI definition name every long option `zerobox --help` (and `zerobox snapshot SUB --help`)
 # shows, the shells accept the scripts, and they complete what they should.
 #   docs.sh man|bash|zsh|fish ZEROBOX DOCS_DIR
+#   docs.sh reference ZEROBOX DOCS_DIR SOURCE_DIR: the generated docs/cli-reference.md names
+#   every option and subcommand, and the checked-in copy in SOURCE_DIR is that file.
 # Exit 77 (skipped) when the shell or man/groff is not installed.
 set -uo pipefail
-what=$1 zerobox=$2 docs=$3
+what=$1 zerobox=$2 docs=$3 source=${4-}
 
 failures=0
 fail() {
@@ -89,6 +91,16 @@ case $what in
     MANWIDTH=80 man -l "$page" 2>&1 | col -b >"$rendered"
     grep -q '^NAME' "$rendered" || fail "man -l did not render the page"
     has "$rendered" $all_opts
+    ;;
+
+  reference)
+    made=$docs/cli-reference.md
+    [ -s "$made" ] || { fail "$made missing"; exit 1; }
+    has "$made" $all_opts
+    for s in $subs; do grep -q "zerobox snapshot $s" "$made" || fail "cli-reference.md: no 'zerobox snapshot $s'"; done
+    if ! diff -u "$source/docs/cli-reference.md" "$made"; then
+      fail "docs/cli-reference.md is not what the build makes from docs/cli-reference.md.in and docs/flags.toml: run 'cmake --build BUILD --target update-docs'"
+    fi
     ;;
 
   bash)

@@ -1,5 +1,6 @@
 #include "model.hpp"
 
+#include <cstdio>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -10,14 +11,23 @@ namespace zb::docs_gen {
 namespace {
 
 // roff text: every "-" is "\-" (an option dash, which Debian renders as ASCII), "\" is
-// "\e", a line may not begin with a control character, and `x` becomes bold.
+// "\e", a line may not begin with a control character, `x` becomes bold, and a character
+// beyond ASCII (UTF-8) is written as its code point, "\[u2026]", which groff reads.
 std::string roff(std::string_view s) {
   std::string out;
   bool bold = false, line_start = true;
-  for (char ch : s) {
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    char ch = s[i];
     if (line_start && (ch == '.' || ch == '\'')) out += "\\&";
     line_start = ch == '\n';
-    if (ch == '-') {
+    if (auto lead = static_cast<unsigned char>(ch); lead >= 0xc0) {
+      std::size_t n = lead >= 0xf0 ? 3 : lead >= 0xe0 ? 2 : 1;
+      unsigned cp = lead & (0x3fu >> n);
+      for (std::size_t k = 1; k <= n && i + 1 < s.size(); ++k) cp = (cp << 6) | (static_cast<unsigned char>(s[++i]) & 0x3fu);
+      char hex[16];
+      std::snprintf(hex, sizeof hex, "\\[u%04X]", cp);
+      out += hex;
+    } else if (ch == '-') {
       out += "\\-";
     } else if (ch == '\\') {
       out += "\\e";
@@ -41,6 +51,22 @@ std::string man_option(const Opt& o) {
   return out + (o.long_name.empty() ? " " : "=") + mv;
 }
 
+// A docs/flags.toml form: the option's name in bold, its value in italics.
+std::string man_form(std::string_view form) {
+  std::size_t cut = form.find_first_of(" =");
+  std::string out = "\\fB" + roff(form.substr(0, cut)) + "\\fR";
+  if (cut == std::string_view::npos) return out;
+  return out + form[cut] + "\\fI" + roff(form.substr(cut + 1)) + "\\fR";
+}
+
+// A table cell of docs/flags.toml as a man paragraph: a sentence.
+std::string sentence(std::string_view text) {
+  std::string s(text);
+  if (!s.empty() && s[0] >= 'a' && s[0] <= 'z') s[0] = static_cast<char>(s[0] - 'a' + 'A');
+  if (!s.empty() && s.back() != '.') s += '.';
+  return roff(s);
+}
+
 std::string joined_names(const std::vector<Opt>& opts, Value v, std::string_view sep) {
   std::string out;
   for (const auto& o : opts) {
@@ -52,7 +78,7 @@ std::string joined_names(const std::vector<Opt>& opts, Value v, std::string_view
 }  // namespace
 
 std::string write_man(const std::string& template_text, const Command& run, const std::vector<Command>& snapshot,
-                      const CLI::App& snapshot_app) {
+                      const CLI::App& snapshot_app, const Reference& ref) {
   std::string synopsis;
   for (const auto& s : snapshot) {
     synopsis += ".br\n.B zerobox snapshot " + s.name + "\n";
@@ -74,14 +100,25 @@ std::string write_man(const std::string& template_text, const Command& run, cons
   std::string options;
   for (const auto& g : run.groups) {
     options += ".SS " + roff(g == "Options" ? "General" : g) + "\n";
-    for (const auto& o : run.opts) {
-      if (o.group != g) continue;
-      options += ".TP\n" + man_option(o) + "\n" + roff(o.description) + "\n";
+    for (const auto& r : ref.run) {
+      if (r.group != g) continue;
+      std::string head;
+      if (r.flag.empty()) {
+        head = roff(r.form);
+      } else if (!r.form.empty()) {
+        head = man_form(r.form);
+      } else {
+        for (const auto& o : run.opts) {
+          if (o.long_name == r.flag || o.short_name == r.flag) head = man_option(o);
+        }
+      }
+      options += ".TP\n" + head + "\n" + sentence(r.text) + "\n";
     }
   }
   std::string commands;
   for (const auto& s : snapshot) {
-    commands += ".TP\n\\fBzerobox snapshot " + s.name + "\\fR\n" + roff(s.description) + "\n";
+    const std::string* text = snapshot_text(ref, s.name);
+    commands += ".TP\n\\fBzerobox snapshot " + s.name + "\\fR\n" + (text ? sentence(*text) : roff(s.description)) + "\n";
     bool any = false;
     for (const auto& p : s.positionals) {
       if (p.description.empty()) continue;

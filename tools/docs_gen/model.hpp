@@ -67,9 +67,39 @@ std::string sq(std::string_view s);
 std::vector<std::string> all_names(const Command& c);
 std::vector<std::string> names_with(const Command& c, Value v);
 
+// docs/flags.toml: the long description of each flag (one row or more a flag) and of each
+// snapshot command, the one source of the flag tables of the man page and of
+// docs/cli-reference.md.
+struct RunRow {
+  std::string flag;   // "--allow-net", "-C"; empty for a row about the whole group
+  std::string group;  // the flag's --help group
+  std::string form;   // how the row writes the option; empty: as the CLI definition does
+  std::string text;   // one paragraph, `x` is code
+  bool is_new = false;
+};
+struct SnapshotRow {
+  std::string name;
+  std::string text;
+};
+struct Reference {
+  std::vector<RunRow> run;  // in the file's order
+  std::vector<SnapshotRow> snapshot;
+};
+
+// Reads PATH and checks it against the CLI definition: every option and snapshot command
+// has an entry, and every entry names one. Throws std::runtime_error naming what is wrong.
+Reference read_reference(const std::string& path, const Command& run, const std::vector<Command>& snapshot);
+const std::string* snapshot_text(const Reference& ref, std::string_view name);
+
+// docs/cli-reference.md, from its template (docs/cli-reference.md.in): a line
+// "@FLAGS:G[,G...]@" becomes the table of the flags of those --help groups,
+// "@SNAPSHOT_TABLE@" that of the snapshot commands, "@SNAPSHOT_SYNOPSIS@" their usage.
+std::string write_markdown(const std::string& template_text, const Command& run, const std::vector<Command>& snapshot,
+                           const Reference& ref);
+
 // The man page, from its template (docs/man/zerobox.1.in, read from `template_text`).
 std::string write_man(const std::string& template_text, const Command& run, const std::vector<Command>& snapshot,
-                      const CLI::App& snapshot_app);
+                      const CLI::App& snapshot_app, const Reference& ref);
 std::string write_bash(const Command& run, const std::vector<Command>& snapshot);
 std::string write_zsh(const Command& run, const std::vector<Command>& snapshot, const CLI::App& snapshot_app);
 std::string write_fish(const Command& run, const std::vector<Command>& snapshot, const CLI::App& snapshot_app);
