@@ -30,6 +30,7 @@
 // identity (init's own fds or memory).
 //
 // Like init, this runs in a copy of a multi-threaded process: no allocation, no throw.
+// The code is in exec/guard/ (its internal.hpp says which file holds what).
 #pragma once
 
 #include <linux/filter.h>

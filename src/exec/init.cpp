@@ -22,6 +22,7 @@
 #include "exec/execvp.hpp"
 #include "exec/landlock.hpp"
 #include "exec/netns.hpp"
+#include "exec/report.hpp"
 #include "exec/seccomp.hpp"
 #include "exec/signals.hpp"
 
@@ -92,12 +93,6 @@ int start_guard(const InitArgs& a, int channel) {
 }
 
 }  // namespace
-
-void send_msg(int fd, int32_t type, int32_t step, int32_t index, int32_t err, int32_t value) {
-  ChildMsg m{type, step, index, err, value};
-  while (::write(fd, &m, sizeof m) < 0 && errno == EINTR) {
-  }
-}
 
 void run_init(const InitArgs& a) {
   sigset_t fwd;
@@ -217,7 +212,7 @@ void run_init(const InitArgs& a) {
         if (done || (w < 0 && errno == ECHILD)) break;
       }
       // A command making files makes them in bursts: waiting awake for the next call a
-      // little (yielding the CPU to anything runnable) halves the round trip, which on
+      // little (yielding the CPU to anything runnable) shortens the round trip, which on
       // a VM is mostly the wake-up of a sleeping init.
       pollfd p[2] = {{listener, POLLIN, 0}, {exits, POLLIN, 0}};
       bool ready = false;

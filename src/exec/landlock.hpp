@@ -53,7 +53,7 @@ int apply_landlock(const FlatLandlock& plan, int tty_dir_fd, int& failed_rule);
 // A further layer for the calling thread that refuses making regular files anywhere
 // (LANDLOCK_ACCESS_FS_MAKE_REG handled, no rule). The command of a guarded run gets it:
 // init makes its files, so that for a name the guard lets through, the command's own
-// open() may go on and find the file there (guard.cpp, fast_path). 0, or -1 with errno.
+// open() may go on and find the file there (exec/guard/serve.cpp, fast_path). 0, or -1 with errno.
 int forbid_making_files();
 
 std::string describe(const LandlockPlan& plan);

@@ -52,7 +52,7 @@ constexpr unsigned long k_refused_ioctls[] = {0x5412, 0x541C, 0x50009401, 0x5000
 
 Result<std::vector<sock_filter>> export_bpf(scmp_filter_ctx ctx);
 
-// What init needs to serve the create guard (exec/guard.cpp).
+// What init needs to serve the create guard (exec/guard/).
 constexpr const char* k_guard_tools[] = {"process_vm_readv", "pidfd_getfd"};
 
 // What the command may not do to pid 1 when it serves the guard (or runs its fallback):

@@ -36,6 +36,11 @@ bool std_fd_needs_relay(int fd);
 // allocation. 0 or -1/errno.
 int relay_std_fds(int channel, unsigned reopened, bool keep_devices);
 
+// relay_std_fds' message: a byte with how many fds it carries, then for each the std fd
+// it serves, or this mark for a second read end of stdin's pipe, through which the
+// supervisor sees what the command left unread.
+inline constexpr unsigned char k_stdin_peek = 0x10;
+
 // The supervisor's side: copies between the pipes of relay_std_fds and the caller's own
 // fds 0, 1 and 2, on a thread per pipe.
 class StdioRelay {

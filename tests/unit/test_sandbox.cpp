@@ -1,6 +1,6 @@
 // Tests for the CLI's guess of a prestarted sandbox's network mode (cli::guess_new_net)
 // and for the live blocker (exec::LiveBlocker). The prestarted sandboxes themselves
-// (exec::Prestart in src/exec/sandbox.cpp) are in test_sandbox_prestart.cpp
+// (exec::Prestart in src/exec/prestart.cpp) are in test_sandbox_prestart.cpp
 // (unit_priv_tests).
 #include <doctest/doctest.h>
 #include <unistd.h>

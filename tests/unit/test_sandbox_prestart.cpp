@@ -1,4 +1,4 @@
-// Tests for the sandbox started ahead of its spec (exec::Prestart in src/exec/sandbox.cpp).
+// Tests for the sandbox started ahead of its spec (exec::Prestart in src/exec/prestart.cpp).
 // The runs are real sandboxes: in unit_priv_tests, which exits 77 (skipped) where they
 // cannot run (priv_main.cpp).
 #include <doctest/doctest.h>

@@ -1,6 +1,6 @@
 // Tests for the seccomp filters of src/exec/seccomp.cpp, as zerobox loads them (the
 // build-time copies of seccomp_embedded.cpp), and for the create guard's decision
-// (src/exec/guard.cpp).
+// (src/exec/guard/).
 #include <doctest/doctest.h>
 
 #include <fcntl.h>
