@@ -27,10 +27,8 @@ flags=(-std=c++2b -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recov
 common=("$root/src/net/host.cpp" "$root/src/net/rules.cpp" "$root/src/util/log.cpp" "$root/src/util/error.cpp")
 case $target in
   host) srcs=("$root/tests/fuzz/fuzz_host.cpp" "${common[@]}") ;;
-  proxy) srcs=("$root/tests/fuzz/fuzz_proxy.cpp" "$root/src/net/proxy.cpp" "$root/src/net/secrets.cpp"
-               "$root/src/policy/secrets.cpp" "$root/src/net/tls.cpp" "$root/src/util/ca_bundle.cpp"
-               "$root/src/util/fs.cpp" "$root/src/util/random.cpp" "$root/src/util/text.cpp" "${common[@]}")
-         flags+=(-DZEROBOX_FUZZ_HOOKS -DASIO_HAS_CO_AWAIT=1 -DASIO_HAS_STD_COROUTINE=1 -pthread) ;;
+  proxy) srcs=("$root/tests/fuzz/fuzz_proxy.cpp" "$root/src/net/http1.cpp" "$root/src/net/socks5_request.cpp"
+               "${common[@]}") ;;
   secrets) srcs=("$root/tests/fuzz/fuzz_secrets.cpp" "$root/src/net/secrets.cpp" "$root/src/policy/secrets.cpp"
                  "$root/src/util/random.cpp" "$root/src/util/text.cpp" "${common[@]}") ;;
   *) echo "unknown fuzz target '$target' (host, proxy, secrets)" >&2; exit 2 ;;

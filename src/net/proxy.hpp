@@ -11,7 +11,7 @@
 //               "GET http://host/path HTTP/1.1" forwarded in origin form, with
 //               keep-alive and chunked bodies both ways. Other request forms get 400.
 // Every request is decided by NetPolicy on the host the client named, resolved (or
-// mapped by --resolve), checked by the address guard, then connected. A refusal is an
+// mapped by --resolve), put through the address check, then connected. A refusal is an
 // HTTP 403 (a one-line text/plain body with the reason) or a SOCKS error. Tunnelled
 // bytes are relayed with splice(2) through a pipe per direction.
 #pragma once
@@ -29,7 +29,7 @@
 namespace zb::net {
 
 // One decision, for --debug, --status-fd `net` events and the summary at exit. Recorded once
-// the addresses are known: refused by the name, refused because the address guard refused
+// the addresses are known: refused by the name, refused because the address check refused
 // every address (the reason of the last one), or allowed. A name that does not resolve counts
 // as allowed (the policy let it through; the client gets 502 or SOCKS reply 4). A kept
 // upstream connection is decided again, and recorded, for every request sent over it.

@@ -1,4 +1,4 @@
-// Domain rules and the resolved-address guard (rules.hpp).
+// Domain rules and the resolved-address check (rules.hpp).
 #include "net/rules.hpp"
 
 #include <arpa/inet.h>
@@ -202,7 +202,7 @@ std::vector<Address> host_addresses() {
   ifaddrs* list = nullptr;
   if (::getifaddrs(&list) != 0) {
     log::warning(std::string("getifaddrs: ") + std::strerror(errno) +
-                 "; the address guard does not know this host's own public addresses");
+                 "; the address check does not know this host's own public addresses");
     return out;
   }
   for (ifaddrs* i = list; i != nullptr; i = i->ifa_next) {

@@ -1,4 +1,4 @@
-// Which hosts a filtered sandbox may reach (docs/usage.md "Network": domain rules), and the resolved-address guard against DNS rebinding and SSRF.
+// Which hosts a filtered sandbox may reach (docs/usage.md "Network": domain rules), and the resolved-address check against DNS rebinding and SSRF.
 #pragma once
 
 #include <netinet/in.h>
@@ -68,7 +68,7 @@ struct Decision {
   bool allowed = false;
   std::string reason;     // for a refusal: one line ("not in --allow-net", "denied by --deny-net *.x.com")
   bool explicit_name = false;  // an exact name rule, an IP rule or a --resolve mapping names
-                               // this host: the address guard lets special addresses through
+                               // this host: the address check lets special addresses through
 };
 
 class NetPolicy {

@@ -191,7 +191,7 @@ zcurl "${B[@]}" -- "http://other.test:$HP/index.txt"
 expect_contains "$OUT" "X-Zerobox-Reason: denied by --deny-net other.test" "bare --allow-net + --deny-net: other.test denied"
 zb "${B[@]}" -- "$PROBE" connect-tcp 127.0.0.1 "$HP"
 expect_rc 111 "bare --allow-net + --deny-net: no direct path to the host"
-# ... and the address guard still holds: a name allowed only by "everything" that resolves
+# ... and the address check still holds: a name allowed only by "everything" that resolves
 # to loopback, or a loopback literal no IP rule names, is refused.
 zcurl "${B[@]}" -- "http://localhost:$HP/index.txt"
 expect_contains "$OUT" "HTTP/1.1 403" "allow-all: localhost (resolves to loopback) refused"
@@ -220,7 +220,7 @@ expect_contains "$OUT" "rep=2" "allow-all: SOCKS5 localhost refused (rep 2)"
 zpy "${B[@]}" -- connect "localhost:$EP" ping
 expect_contains "$OUT" "HTTP/1.1 403" "allow-all: CONNECT localhost refused"
 
-# --- The resolved-address guard with a wildcard rule ---------------------------------------
+# --- The resolved-address check with a wildcard rule ---------------------------------------
 # localhost and *.localhost are the loopback (RFC 6761) without a lookup; an exact
 # localhost:PORT rule lets loopback through, a wildcard does not.
 zcurl --allow-net="*.localhost:$HP" -- "http://x.localhost:$HP/index.txt"

@@ -341,7 +341,7 @@ TEST_CASE("net: allow_all with deny") {
   CHECK(none.decide(req("example.com:80")).reason == "not in --allow-net");
 }
 
-TEST_CASE("net: the address guard table") {
+TEST_CASE("net: the address check table") {
   CHECK(kind("0.0.0.0") == "unspecified");
   CHECK(kind("0.1.2.3") == "unspecified");
   CHECK(kind("10.0.0.1") == "private");

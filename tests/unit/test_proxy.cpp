@@ -1,6 +1,7 @@
-// Tests for src/net/proxy.cpp: a real proxy on 127.0.0.1, with small upstream servers (a TCP
-// echo server, a minimal HTTP/1.1 server) on threads of the test. Names reach 127.0.0.1
-// through --resolve-style mappings, so nothing depends on DNS.
+// Tests for the proxy (src/net/proxy.hpp, the files of proxy_internal.hpp): a real proxy on
+// 127.0.0.1, with small upstream servers (a TCP echo server, a minimal HTTP/1.1 server) on
+// threads of the test. Names reach 127.0.0.1 through --resolve-style mappings, so nothing
+// depends on DNS.
 #include <arpa/inet.h>
 #include <doctest/doctest.h>
 #include <fcntl.h>
@@ -475,7 +476,7 @@ TEST_CASE("proxy: CONNECT to an IP rule, and to a name resolved by the system") 
   }
 }
 
-TEST_CASE("proxy: the address guard refuses special addresses not named by a rule") {
+TEST_CASE("proxy: the address check refuses special addresses not named by a rule") {
   Server upstream(echo);
   // A bare --allow-net with a --deny-net: everything is allowed by name, nothing explicitly.
   TestProxy p(net_policy({}, {}, {"deny.example"}, true));
