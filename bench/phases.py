@@ -22,7 +22,13 @@ Only a handful of syscalls are traced, but tracing still inflates every phase a 
 compare phases with each other and across tools, and take end-to-end time from hyperfine.
 Prints a markdown table of per-phase medians (ms) over the runs. Needs root and perf.
 """
-import json, re, statistics as st, subprocess, sys, tempfile, os
+import json
+import os
+import re
+import statistics as st
+import subprocess
+import sys
+import tempfile
 
 EVENTS = "execve,clone,clone3,unshare,mount,umount2,pivot_root,prctl,seccomp,exit_group"
 LINE = re.compile(r"^\s*([\d.?]+)\s+\(\s*([\d.]*)\s*(?:ms)?\s*\):\s+(\S*)/(\d+)\s+(.*)$")
@@ -99,13 +105,17 @@ def main(argv):
     runs, jout = 20, None
     while argv and argv[0].startswith("-"):
         if argv[0] == "-n":
-            runs = int(argv[1]); argv = argv[2:]
+            runs = int(argv[1])
+            argv = argv[2:]
         elif argv[0] == "--json":
-            jout = argv[1]; argv = argv[2:]
+            jout = argv[1]
+            argv = argv[2:]
         else:
-            print(__doc__); return 2
+            print(__doc__)
+            return 2
     if not argv or len(argv) % 2:
-        print(__doc__); return 2
+        print(__doc__)
+        return 2
     groups = [(argv[k], argv[k + 1]) for k in range(0, len(argv), 2)]
     res = {}
     tmp = tempfile.mkdtemp(prefix="phases.", dir="/var/tmp")
@@ -122,7 +132,8 @@ def main(argv):
             try:
                 p = phases(parse(out))
             except ValueError as e:
-                errs.append(str(e)); continue
+                errs.append(str(e))
+                continue
             if k:
                 rows.append(p)
         res[label] = dict(cmd=cmd, runs=rows, errors=errs)
@@ -131,22 +142,23 @@ def main(argv):
     os.rmdir(tmp)
     if jout:
         json.dump(res, open(jout, "w"), indent=1)
-    labels = [l for l, _ in groups]
+    labels = [label for label, _ in groups]
     print("| phase (median ms over %d traced runs) | " % runs + " | ".join(labels) + " |")
     print("|---|" + "---:|" * len(labels))
     for ph in PHASES + ["teardown_to_init_exit", "teardown_after_init_exit", "total", "seccomp_call", "n_mount_calls"]:
         cells = []
-        for l in labels:
-            xs = [r[ph] for r in res[l]["runs"] if r[ph] is not None]
-            cells.append("n/a" if not xs else (f"{st.median(xs):.0f}" if ph == "n_mount_calls" else f"{st.median(xs):.2f}"))
+        for label in labels:
+            xs = [r[ph] for r in res[label]["runs"] if r[ph] is not None]
+            fmt = "{:.0f}" if ph == "n_mount_calls" else "{:.2f}"
+            cells.append(fmt.format(st.median(xs)) if xs else "n/a")
         name = {"total": "**total (traced)**", "seccomp_call": "lockdown: of which seccomp filter load",
                 "teardown_to_init_exit": "teardown: payload exit -> sandbox init (pid 1) exit",
                 "teardown_after_init_exit": "teardown: init exit -> tool exit",
                 "n_mount_calls": "mount() calls"}.get(ph, ph)
         print(f"| {name} | " + " | ".join(cells) + " |")
-    for l in labels:
-        if res[l]["errors"]:
-            print(f"\n{l}: {len(res[l]['errors'])} run(s) not usable, e.g. {res[l]['errors'][0]}")
+    for label in labels:
+        if res[label]["errors"]:
+            print(f"\n{label}: {len(res[label]['errors'])} run(s) not usable, e.g. {res[label]['errors'][0]}")
     return 0
 
 

@@ -14,7 +14,6 @@ Prints one JSON object:
               bound of its peak, missing at most the last 5 ms)
 """
 import json
-import os
 import subprocess
 import sys
 import tempfile

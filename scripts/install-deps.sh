@@ -23,7 +23,8 @@ build=(build-essential cmake ninja-build pkg-config
 # The completion tests need bash-completion, zsh and fish; the Rust SDK needs rustc 1.70+
 # (bookworm's cargo is 1.63, its cargo-web 1.85, and 1.96 in bookworm-security).
 test=(util-linux bsdutils iproute2 procps psmisc git openssl sqlite3 clang-19 libclang-rt-19-dev
-      dpkg-dev file man-db groff-base bash-completion zsh fish cargo-web)
+      dpkg-dev file man-db groff-base bash-completion zsh fish cargo-web
+      flake8 rustfmt-web)  # the linters: scripts/lint.sh
 # Benchmarks: the peers and the measuring tools (srt and codex come from npm: docs/performance.md).
 bench=(bubblewrap firejail hyperfine time strace socat ripgrep)
 

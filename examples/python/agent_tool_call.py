@@ -22,7 +22,7 @@ try:
 except ImportError:  # not installed: use the SDK from this repository
     sys.path.insert(0, os.path.join(HERE, "..", "..", "sdks", "python"))
     import zerobox
-from zerobox import Sandbox, snapshots
+from zerobox import Sandbox, snapshots  # noqa: E402 (after the fallback above)
 
 # What the model asks the shell tool to run: add a file, edit one, and (being a model)
 # also try the network and a write outside the project.

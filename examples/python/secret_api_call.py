@@ -30,8 +30,8 @@ try:
     import zerobox
 except ImportError:  # not installed: use the SDK from this repository
     sys.path.insert(0, os.path.join(HERE, "..", "..", "sdks", "python"))
-    import zerobox
-from zerobox import Sandbox, SandboxError
+    import zerobox  # noqa: F401 (the import is the check)
+from zerobox import Sandbox, SandboxError  # noqa: E402 (after the fallback above)
 
 HOST = "api.example.test"
 SKIPPED = 77

@@ -29,9 +29,13 @@ add_test(NAME sdk.typescript COMMAND ${zb_ts_env} /bin/sh ${zb_ts_ctest} test)
 set_tests_properties(sdk.typescript PROPERTIES
   FIXTURES_REQUIRED sdk_typescript SKIP_RETURN_CODE 77 TIMEOUT 300 LABELS sdk)
 
+add_test(NAME sdk.typescript.lint COMMAND ${zb_ts_env} /bin/sh ${zb_ts_ctest} lint)
+set_tests_properties(sdk.typescript.lint PROPERTIES
+  FIXTURES_REQUIRED sdk_typescript SKIP_RETURN_CODE 77 TIMEOUT 300 LABELS "sdk;lint")
+
 add_test(NAME sdk.typescript.example COMMAND ${zb_ts_env} /bin/sh ${zb_ts_ctest} example)
 set_tests_properties(sdk.typescript.example PROPERTIES
   FIXTURES_REQUIRED sdk_typescript SKIP_RETURN_CODE 77 TIMEOUT 600 LABELS sdk)
 # Scaled to the machine when CTest runs (tests/integration/scaling).
 set_property(GLOBAL APPEND PROPERTY ZEROBOX_TEST_TIMEOUTS
-             sdk.typescript.setup=600 sdk.typescript=300 sdk.typescript.example=600)
+             sdk.typescript.setup=600 sdk.typescript=300 sdk.typescript.lint=300 sdk.typescript.example=600)

@@ -57,7 +57,8 @@ for label, path in [
 ]:
     refused(f"open O_CREAT {label}", lambda p=path: os.open(p, W, 0o644), (errno.EACCES, errno.ELOOP))
 refused("openat(dirfd) O_CREAT", lambda: os.open(".envrc", W, 0o644, dir_fd=dirfd))
-refused("creat()", lambda: libc.creat(b".bashrc", 0o644) >= 0 or (_ for _ in ()).throw(OSError(ctypes.get_errno(), "creat")))
+refused("creat()",
+        lambda: libc.creat(b".bashrc", 0o644) >= 0 or (_ for _ in ()).throw(OSError(ctypes.get_errno(), "creat")))
 refused("mkfifo", lambda: os.mkfifo(".envrc"))
 refused("mknod", lambda: os.mknod(".bashrc", 0o600))
 refused("symlink at the name", lambda: os.symlink("/etc/passwd", ".envrc"))
@@ -125,7 +126,8 @@ def linkat_follow(src, dst):  # os.link() calls link(), which never follows /pro
 
 
 refused("linkat an O_TMPFILE to the name", lambda: linkat_follow(f"/proc/self/fd/{tmp}", ".envrc"))
-refused("link() of /proc/self/fd/N: EXDEV, as the kernel says", lambda: os.link(f"/proc/self/fd/{tmp}", "x"), (errno.EXDEV,))
+refused("link() of /proc/self/fd/N: EXDEV, as the kernel says",
+        lambda: os.link(f"/proc/self/fd/{tmp}", "x"), (errno.EXDEV,))
 linkat_follow(f"/proc/self/fd/{tmp}", "tmpfile-named")
 check("linkat an O_TMPFILE elsewhere works", os.path.isfile("tmpfile-named"))
 os.close(tmp)
@@ -158,20 +160,24 @@ check("racing thread: the name never created", absent(".envrc"))
 # init's identity is not the command's to borrow.
 refused("O_CREAT on /proc/1/mem", lambda: os.open("/proc/1/mem", os.O_RDWR | os.O_CREAT), (errno.EACCES, errno.EPERM))
 os.symlink("/proc/1", "p1")
-refused("O_CREAT on init's mem through a symlink", lambda: os.open("p1/mem", os.O_RDWR | os.O_CREAT), (errno.EACCES, errno.EPERM))
+refused("O_CREAT on init's mem through a symlink",
+        lambda: os.open("p1/mem", os.O_RDWR | os.O_CREAT), (errno.EACCES, errno.EPERM))
 # Opens for writing without O_CREAT, which pid 1 serves with the depth rule.
 refused("O_RDWR on /proc/1/mem", lambda: os.open("/proc/1/mem", os.O_RDWR), (errno.EACCES, errno.EPERM))
 refused("O_RDWR on init's mem through a symlink", lambda: os.open("p1/mem", os.O_RDWR), (errno.EACCES, errno.EPERM))
-refused("O_WRONLY on init's fd through a symlink", lambda: os.open("p1/fd/0", os.O_WRONLY), (errno.EACCES, errno.EPERM, errno.ENOENT))
-refused("truncate of init's mem through a symlink", lambda: os.truncate("p1/mem", 0), (errno.EACCES, errno.EPERM, errno.EINVAL))
-refused("O_CREAT in init's fd directory", lambda: os.open("/proc/1/fd/0", os.O_RDWR | os.O_CREAT), (errno.EACCES, errno.EPERM))
+refused("O_WRONLY on init's fd through a symlink",
+        lambda: os.open("p1/fd/0", os.O_WRONLY), (errno.EACCES, errno.EPERM, errno.ENOENT))
+refused("truncate of init's mem through a symlink",
+        lambda: os.truncate("p1/mem", 0), (errno.EACCES, errno.EPERM, errno.EINVAL))
+refused("O_CREAT in init's fd directory",
+        lambda: os.open("/proc/1/fd/0", os.O_RDWR | os.O_CREAT), (errno.EACCES, errno.EPERM))
 if libc.syscall(437, AT_FDCWD, b"x", ctypes.c_void_p(0), 0) == -1:  # openat2
     check("openat2 answers ENOSYS", ctypes.get_errno() == errno.ENOSYS, f"errno {ctypes.get_errno()}")
 check("bad pointer is EFAULT", libc.syscall(83, ctypes.c_void_p(1), 0o755) == -1 and ctypes.get_errno() == errno.EFAULT)
 
 # A unix socket bound under the name, any case of the name (a case-insensitive file system
 # would take .ENVRC for .envrc), and the command's own /dev/fd/N in a symlink's target.
-import socket
+import socket  # noqa: E402 (probe scripts import what each section needs)
 refused("bind() a unix socket at the name", lambda: socket.socket(socket.AF_UNIX).bind(".envrc"))
 refused("bind() through an absolute path", lambda: socket.socket(socket.AF_UNIX).bind(R + "/.bashrc"))
 sock = socket.socket(socket.AF_UNIX)
@@ -333,8 +339,9 @@ os.close(fd)
 check("a new file without O_TRUNC: its mode and data", os.stat("new-no-trunc").st_mode & 0o777 == 0o640
       and open("new-no-trunc").read() == "data")
 if os.geteuid() != 0 or not os.access("ro-new", os.W_OK):
-    refused("O_CREAT for writing on an existing read-only file: the kernel's EACCES", lambda: os.open("ro-new", W, 0o644))
-import resource
+    refused("O_CREAT for writing on an existing read-only file: the kernel's EACCES",
+            lambda: os.open("ro-new", W, 0o644))
+import resource  # noqa: E402
 soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
 probe = os.open("/dev/null", os.O_RDONLY)
 os.close(probe)
@@ -354,14 +361,17 @@ fddir = os.open("/proc/self/fd", os.O_RDONLY | os.O_DIRECTORY)
 refused("O_CREAT on the root through /proc/self/fd/N is EISDIR",
         lambda: os.open(str(dirfd), W, 0o644, dir_fd=fddir), (errno.EISDIR,))
 os.close(fddir)
-refused("O_CREAT|O_DIRECTORY on a new name is EINVAL", lambda: os.open("newdir-flag", W | os.O_DIRECTORY), (errno.EINVAL,))
+refused("O_CREAT|O_DIRECTORY on a new name is EINVAL",
+        lambda: os.open("newdir-flag", W | os.O_DIRECTORY), (errno.EINVAL,))
 refused("O_CREAT|O_DIRECTORY on .git is EINVAL", lambda: os.open(".git", os.O_RDONLY | os.O_CREAT | os.O_DIRECTORY),
         (errno.EINVAL,))
 check("... and nothing made", not os.path.lexists("newdir-flag"))
 TMPFILE_BIT = 0o20000000  # the kernel's __O_TMPFILE, without O_DIRECTORY
-refused("O_CREAT with the tmpfile bit on a directory is EINVAL", lambda: os.open(".", os.O_RDWR | os.O_CREAT | TMPFILE_BIT),
+refused("O_CREAT with the tmpfile bit on a directory is EINVAL",
+        lambda: os.open(".", os.O_RDWR | os.O_CREAT | TMPFILE_BIT),
         (errno.EINVAL,))
-refused("O_CREAT with the tmpfile bit on .envrc is EINVAL", lambda: os.open(".envrc", os.O_RDWR | os.O_CREAT | TMPFILE_BIT),
+refused("O_CREAT with the tmpfile bit on .envrc is EINVAL",
+        lambda: os.open(".envrc", os.O_RDWR | os.O_CREAT | TMPFILE_BIT),
         (errno.EINVAL,))
 
 # Bare names take pid 1's fast way, through the caller's own cwd or dirfd.
@@ -403,7 +413,8 @@ check("unshare(CLONE_FS|CLONE_FILES) in a thread", thread_rc == [0], repr(thread
 check("a thread with its own cwd makes bare names there",
       os.path.isfile("sub2/thread-cwd") and not os.path.lexists("thread-cwd"))
 check("a thread with its own fd table makes them at its own dirfd",
-      os.path.isfile("sub2/thread-files") and os.path.isdir("sub2/thread-dir") and not os.path.lexists("sub/thread-files"))
+      os.path.isfile("sub2/thread-files") and os.path.isdir("sub2/thread-dir")
+      and not os.path.lexists("sub/thread-files"))
 check("the other threads' cwd is unchanged", os.getcwd() == R)
 
 libc.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0, as ssh-agent does
@@ -415,5 +426,7 @@ os.mkdir("nd-dir", dir_fd=sd)
 check("... at a dirfd too", os.path.isfile("sub/nd-at-dirfd") and os.path.isdir("sub/nd-dir"))
 refused("... and is still refused the name", lambda: os.open(".envrc", W, 0o644))
 
-check("nothing protected exists", absent(".envrc", ".bashrc", ".config", ".git/hooks", ".ENVRC", ".ba\u017fhrc", ".git/hoo\u212as", ".env\u200brc", ".git/hoo\u00adks"))
+check("nothing protected exists",
+      absent(".envrc", ".bashrc", ".config", ".git/hooks", ".ENVRC", ".ba\u017fhrc", ".git/hoo\u212as",
+             ".env\u200brc", ".git/hoo\u00adks"))
 sys.exit(min(failures, 100))

@@ -17,6 +17,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from zerobox import Result, Sandbox  # noqa: E402
 from zerobox.aio import AsyncSandbox  # noqa: E402
 
+
 class _RecordingServer:
     """http.server in a thread, answering every GET with "reply\\n" and keeping the
     Authorization headers it saw."""

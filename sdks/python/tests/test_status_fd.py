@@ -65,7 +65,6 @@ class TestGoldenStreams(unittest.TestCase):
                            for e in r.events if e["event"] == "net"]
                     self.assertEqual(net, want["net"])
 
-
     def test_every_stream_through_run(self) -> None:
         # replay.sh stands in for zerobox: the stream arrives through the real status pipe
         for s in _expected()["streams"]:

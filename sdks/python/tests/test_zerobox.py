@@ -134,7 +134,7 @@ class TestRun(Base):
         # /var/tmp is scratch inside the sandbox: the write "succeeds" but is thrown away
         r = self.sb().run("sh", ["-c", f"echo x > {target}"])
         self.assertFalse(os.path.exists(target))
-        r = self.sb(allow_read=["/usr"]).run("sh", ["-c", f"echo x > /usr/zerobox-sdk-test"])
+        r = self.sb(allow_read=["/usr"]).run("sh", ["-c", "echo x > /usr/zerobox-sdk-test"])
         self.assertNotEqual(r.exit_code, 0)
         r = self.sb(allow_write=[self.tmp]).run("sh", ["-c", f"echo x > {target}"])
         self.assertEqual(r.exit_code, 0, r.stderr)

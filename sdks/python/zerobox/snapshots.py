@@ -35,7 +35,7 @@ def _check(args: Sequence[str], returncode: int, stdout: bytes, stderr: bytes) -
     if returncode != 0:
         err = stderr.decode("utf-8", "replace").strip()
         raise SnapshotFailedError(err or f"zerobox snapshot {args[0]} exited {returncode}",
-                           exit_code=returncode, stderr=stderr)
+                                  exit_code=returncode, stderr=stderr)
     return stdout
 
 

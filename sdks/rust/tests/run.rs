@@ -144,7 +144,8 @@ fn deny_list_with_odd_names() {
     // Names zerobox's list rule treats specially (",", "\,", a trailing backslash), each
     // followed by another name, and a newline: every one must be denied.
     let t = TempDir::new("lists");
-    let names = ["trail\\", "comma,name", "two\\\\", "new\nline", "\\", "esc\\,comma", "back\\slash", ",lead", "end,\\"];
+    let names =
+        ["trail\\", "comma,name", "two\\\\", "new\nline", "\\", "esc\\,comma", "back\\slash", ",lead", "end,\\"];
     let paths: Vec<PathBuf> = names
         .iter()
         .enumerate()

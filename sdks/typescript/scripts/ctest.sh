@@ -2,6 +2,7 @@
 # CTest steps for the TypeScript SDK (registered by ../ctest.cmake):
 #   setup    install the pinned devDependencies and build (the fixture the others need)
 #   test     the node:test suite against $ZEROBOX_BIN
+#   lint     ESLint (eslint.config.mjs) over src/ and test/
 #   example  install, build and run examples/typescript against $ZEROBOX_BIN
 # Exits 77 (CTest's SKIP_RETURN_CODE) when node >= 20 or npm is missing: a machine
 # without them skips these tests, it does not pass them.
@@ -47,12 +48,16 @@ case "${1-}" in
   test)
     cd "$sdk" && npm test
     ;;
+  lint)
+    cd "$sdk" && npx --no-install eslint .
+    echo "eslint: no problems in src/ and test/"
+    ;;
   example)
     install "$example"
     cd "$example" && npm run build && npm start
     ;;
   *)
-    echo "usage: $0 setup|test|example" >&2
+    echo "usage: $0 setup|test|lint|example" >&2
     exit 2
     ;;
 esac
