@@ -30,7 +30,9 @@
 namespace zb::snapshot {
 
 using store::Change;
+using store::FileMeta;
 using store::FileType;
+using store::type_of;
 
 void crash_point() {
   static long remaining = [] {
@@ -43,41 +45,11 @@ void crash_point() {
 
 namespace {
 
-// One side of a change: what the target is before (old_*) or after (new_*) it.
-struct State {
-  std::optional<FileType> type;
-  std::uint32_t mode = 0;
-  std::int64_t size = 0;
-  std::int64_t mtime_ns = 0;
-  std::uint32_t uid = 0, gid = 0;
-  std::optional<std::uint32_t> opt_uid;
-  std::string blob;
-  std::string link;
-  std::optional<std::string> xattrs;  // encoded; nullopt: not recorded
-  std::optional<std::int64_t> inode;  // hard-link label
-};
-
-State side(const Change& c, bool after) {
-  State s;
-  s.type = after ? c.new_type : c.old_type;
-  s.mode = (after ? c.new_mode : c.old_mode).value_or(0);
-  s.size = (after ? c.new_size : c.old_size).value_or(0);
-  s.mtime_ns = (after ? c.new_mtime_ns : c.old_mtime_ns).value_or(0);
-  s.opt_uid = after ? c.new_uid : c.old_uid;
-  s.uid = s.opt_uid.value_or(0);
-  s.gid = (after ? c.new_gid : c.old_gid).value_or(0);
-  s.blob = (after ? c.new_blob : c.old_blob).value_or("");
-  s.link = (after ? c.new_link : c.old_link).value_or("");
-  s.xattrs = after ? c.new_xattrs : c.old_xattrs;
-  s.inode = after ? c.new_inode : c.old_inode;
-  return s;
-}
-
 // What accept writes: setuid and setgid are never carried onto the real filesystem.
 // The journal never holds a setuid or setgid bit made by a sandboxed command (the journal
 // strips them), so what it says is what is written: a restore puts back the host's own
 // files exactly as they were.
-std::uint32_t written_mode(const State& s) { return s.mode & 07777u; }
+std::uint32_t written_mode(const FileMeta& s) { return s.mode.value_or(0) & 07777u; }
 
 // The tracked roots of a session, opened once, and the parent directory of each target
 // resolved beneath its root.
@@ -199,11 +171,11 @@ Result<Observed> observe(Tree& tree, const std::string& p) {
   return o;
 }
 
-// The user.* xattrs of an encoded set (those a command may set, util::XattrScope::Carried);
-// nullopt when none were recorded.
-std::optional<util::Xattrs> carried_of(const std::optional<std::string>& encoded) {
-  if (!encoded) return std::nullopt;
-  auto x = store::decode_xattrs(*encoded);
+// The user.* xattrs recorded for a side (those a command may set, util::XattrScope::Carried);
+// nullopt when the side is absent or none were recorded.
+std::optional<util::Xattrs> carried_of(const std::optional<FileMeta>& side) {
+  if (!side || !side->xattrs) return std::nullopt;
+  auto x = store::decode_xattrs(*side->xattrs);
   if (!x) return std::nullopt;
   std::erase_if(*x, [](const auto& kv) { return !kv.first.starts_with("user.") || kv.first.starts_with("user.overlay."); });
   return x;
@@ -211,47 +183,52 @@ std::optional<util::Xattrs> carried_of(const std::optional<std::string>& encoded
 
 // True when the change's two sides differ in their user.* xattrs: then a target is at a
 // side only when its xattrs are too (a setfattr alone changes nothing else).
-bool xattrs_distinguish(const State& before, const State& after) {
-  auto b = carried_of(before.xattrs);
-  auto a = carried_of(after.xattrs);
+bool xattrs_distinguish(const std::optional<FileMeta>& before, const std::optional<FileMeta>& after) {
+  auto b = carried_of(before);
+  auto a = carried_of(after);
   return b && a && *b != *a;
 }
 
-Result<bool> at_state_stat(store::Store& store, Tree& tree, const std::string& p, const Observed& o, const State& s) {
-  if (!s.type) return !o.exists;
+Result<bool> at_state_stat(store::Store& store, Tree& tree, const std::string& p, const Observed& o,
+                           const std::optional<FileMeta>& side) {
+  if (!side) return !o.exists;
+  const FileMeta& s = *side;
   if (!o.exists || o.type != s.type) return false;
-  std::uint32_t want = s.mode & 07777u;
+  std::uint32_t want = s.mode.value_or(0) & 07777u;
   std::uint32_t have = o.st.st_mode & 07777u;
-  switch (*s.type) {
+  switch (s.type) {
     case FileType::Directory: return true;  // modes of directories are settled last
     case FileType::Symlink: {
       auto par = tree.parent(p);
       if (!par) return std::unexpected(par.error());
       auto l = util::read_link_at(par->fd, par->name.c_str(), log::quote(p));
       if (!l) return std::unexpected(l.error());
-      return *l == s.link;
+      return *l == s.link.value_or("");
     }
     case FileType::Regular: {
-      if (have != want || o.st.st_size != s.size) return false;
-      if (util::mtime_ns(o.st) == s.mtime_ns) return true;
-      if (s.blob.empty()) return false;
+      std::int64_t size = s.size.value_or(0);
+      if (have != want || o.st.st_size != size) return false;
+      if (util::mtime_ns(o.st) == s.mtime_ns.value_or(0)) return true;
+      if (!s.blob || s.blob->empty()) return false;
       auto par = tree.parent(p);
       if (!par) return std::unexpected(par.error());
       UniqueFd f(::openat(par->fd, par->name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
       if (!f) return fail("open " + log::quote(p));
-      auto b = store.open_blob(s.blob);
+      auto b = store.open_blob(*s.blob);
       if (!b) return false;  // the content is not kept: only the stat could tell
-      return same_content(f.get(), b->get(), s.size);
+      return same_content(f.get(), b->get(), size);
     }
     default: return have == want;
   }
 }
 
-// True when the target is at state s; `with_xattrs`: its user.* xattrs must match too.
-Result<bool> at_state(store::Store& store, Tree& tree, const std::string& p, const Observed& o, const State& s, bool with_xattrs) {
+// True when the target is at side s (absent: nothing there); `with_xattrs`: its user.*
+// xattrs must match too.
+Result<bool> at_state(store::Store& store, Tree& tree, const std::string& p, const Observed& o,
+                      const std::optional<FileMeta>& s, bool with_xattrs) {
   auto at = at_state_stat(store, tree, p, o, s);
-  if (!at || !*at || !with_xattrs || !s.type) return at;
-  auto want = carried_of(s.xattrs);
+  if (!at || !*at || !with_xattrs || !s) return at;
+  auto want = carried_of(s);
   if (!want) return at;
   auto par = tree.parent(p);
   if (!par) return std::unexpected(par.error());
@@ -268,13 +245,13 @@ struct Checked {
 };
 
 std::string describe_conflict(const Change& c, const Observed& o) {
-  State before = side(c, false);
+  const auto& before = c.before;
   std::string what;
-  if (!before.type && o.exists) {
+  if (!before && o.exists) {
     what = "exists, but the session expected it absent";
-  } else if (before.type && !o.exists) {
+  } else if (before && !o.exists) {
     what = "is missing";
-  } else if (before.type && o.type != before.type) {
+  } else if (before && o.type != before->type) {
     what = "changed type";
   } else {
     what = "changed since the session recorded it";
@@ -287,15 +264,15 @@ Result<Checked> check(store::Store& store, Tree& tree, const Change& c) {
   auto o = observe(tree, c.path);
   if (!o) return std::unexpected(o.error());
   ch.now = *o;
-  State after = side(c, true);
-  State before = side(c, false);
+  const auto& after = c.after;
+  const auto& before = c.before;
   bool with_xattrs = xattrs_distinguish(before, after);
   auto is_after = at_state(store, tree, c.path, *o, after, with_xattrs);
   if (!is_after) return std::unexpected(is_after.error());
   if (*is_after) {
     // A mode-only change of a directory is "after" only once the mode is right.
-    if (after.type == FileType::Directory && before.type == FileType::Directory && o->exists &&
-        (o->st.st_mode & 07777u) != after.mode && (o->st.st_mode & 07777u) == before.mode) {
+    if (type_of(after) == FileType::Directory && type_of(before) == FileType::Directory && o->exists &&
+        (o->st.st_mode & 07777u) != after->mode.value_or(0) && (o->st.st_mode & 07777u) == before->mode.value_or(0)) {
       ch.where = Where::Before;
       return ch;
     }
@@ -306,7 +283,7 @@ Result<Checked> check(store::Store& store, Tree& tree, const Change& c) {
   if (!is_before) return std::unexpected(is_before.error());
   if (*is_before) {
     ch.where = Where::Before;
-  } else if (!o->exists && before.type && after.type && before.type != after.type) {
+  } else if (!o->exists && before && after && before->type != after->type) {
     ch.where = Where::Before;  // a type change interrupted between removal and creation
   } else {
     ch.where = Where::Conflict;
@@ -316,51 +293,43 @@ Result<Checked> check(store::Store& store, Tree& tree, const Change& c) {
 
 // The current state of a target, as a change's before-state (forced accepts).
 Result<void> capture(store::Store& store, Tree& tree, Change& c, const Observed& o) {
-  c.old_type.reset();
-  c.old_mode.reset();
-  c.old_size.reset();
-  c.old_mtime_ns.reset();
-  c.old_uid.reset();
-  c.old_gid.reset();
-  c.old_blob.reset();
-  c.old_link.reset();
-  c.old_xattrs.reset();
-  c.old_inode.reset();
-  if (!o.exists) return {};
-  c.old_type = o.type;
-  c.old_mode = o.st.st_mode & 07777u;
-  c.old_mtime_ns = util::mtime_ns(o.st);
-  c.old_uid = o.st.st_uid;
-  c.old_gid = o.st.st_gid;
+  c.before.reset();
+  if (!o.exists || !o.type) return {};
+  FileMeta& m = c.before.emplace();
+  m.type = *o.type;
+  m.mode = o.st.st_mode & 07777u;
+  m.mtime_ns = util::mtime_ns(o.st);
+  m.uid = o.st.st_uid;
+  m.gid = o.st.st_gid;
   auto par = tree.parent(c.path);
   if (!par) return std::unexpected(par.error());
   if (o.type == FileType::Regular) {
-    c.old_size = o.st.st_size;
+    m.size = o.st.st_size;
     UniqueFd f(::openat(par->fd, par->name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
     if (!f) return fail("open " + log::quote(c.path));
     auto b = store.put_blob_from_fd(f.get());
     if (!b) return std::unexpected(b.error());
-    c.old_blob = b->hash;
+    m.blob = b->hash;
   } else if (o.type == FileType::Symlink) {
     auto l = util::read_link_at(par->fd, par->name.c_str(), log::quote(c.path));
     if (!l) return std::unexpected(l.error());
-    c.old_size = static_cast<std::int64_t>(l->size());
-    c.old_link = *l;
+    m.size = static_cast<std::int64_t>(l->size());
+    m.link = *l;
   }
-  if (o.type == FileType::Regular && o.st.st_nlink > 1) c.old_inode = inode_label(o.st);
+  if (o.type == FileType::Regular && o.st.st_nlink > 1) m.inode = inode_label(o.st);
   auto x = util::read_xattrs(par->fd, par->name, util::XattrScope::All);
   if (!x) return std::unexpected(SysError{x.error().what + " (" + log::quote(c.path) + ")", x.error().err});
-  c.old_xattrs = store::encode_xattrs(*x);
+  m.xattrs = store::encode_xattrs(*x);
   return {};
 }
 
 struct DirMeta {
   std::string path;
-  State s;
+  FileMeta s;
 };
 
 // Where new contents come from: a blob, or (excluded paths) a file of the upper layer.
-using OpenContent = std::function<Result<UniqueFd>(const State&)>;
+using OpenContent = std::function<Result<UniqueFd>(const FileMeta&)>;
 
 bool is_root() { return ::geteuid() == 0; }
 
@@ -368,7 +337,7 @@ bool is_root() { return ::geteuid() == 0; }
 // whose user.* xattrs become exactly the recorded ones. After a chown (which drops
 // security.capability) and before a chmod that may take away the owner's write permission
 // (user.* needs it).
-Result<void> set_xattrs_at(int dirfd, const std::string& name, const State& s, const std::string& shown, bool replace) {
+Result<void> set_xattrs_at(int dirfd, const std::string& name, const FileMeta& s, const std::string& shown, bool replace) {
   if (!s.xattrs) return {};  // not recorded (a journal of schema version 1)
   auto x = store::decode_xattrs(*s.xattrs);
   if (!x) return fail_msg("journal: the xattrs recorded for " + log::quote(shown) + " are malformed");
@@ -385,17 +354,17 @@ Result<void> set_xattrs_at(int dirfd, const std::string& name, const State& s, c
   return {};
 }
 
-Result<void> set_meta_at(int dirfd, const std::string& name, const State& s, const std::string& shown, bool chmod_it,
+Result<void> set_meta_at(int dirfd, const std::string& name, const FileMeta& s, const std::string& shown, bool chmod_it,
                          bool replace_xattrs = false) {
-  if (is_root() && s.opt_uid) {
-    if (::fchownat(dirfd, name.c_str(), s.uid, s.gid, AT_SYMLINK_NOFOLLOW) != 0) return fail("chown " + log::quote(shown));
+  if (is_root() && s.uid) {
+    if (::fchownat(dirfd, name.c_str(), *s.uid, s.gid.value_or(0), AT_SYMLINK_NOFOLLOW) != 0) return fail("chown " + log::quote(shown));
   }
   if (chmod_it && !is_root() && s.xattrs) (void)::fchmodat(dirfd, name.c_str(), written_mode(s) | 0700, 0);
   if (auto r = set_xattrs_at(dirfd, name, s, shown, replace_xattrs); !r) return r;
   if (chmod_it && ::fchmodat(dirfd, name.c_str(), written_mode(s), AT_SYMLINK_NOFOLLOW) != 0) return fail("chmod " + log::quote(shown));
   struct timespec ts[2];
-  ts[0].tv_sec = s.mtime_ns / 1000000000;
-  ts[0].tv_nsec = s.mtime_ns % 1000000000;
+  ts[0].tv_sec = s.mtime_ns.value_or(0) / 1000000000;
+  ts[0].tv_nsec = s.mtime_ns.value_or(0) % 1000000000;
   ts[1] = ts[0];
   if (::utimensat(dirfd, name.c_str(), ts, AT_SYMLINK_NOFOLLOW) != 0) return fail("set mtime of " + log::quote(shown));
   return {};
@@ -453,8 +422,6 @@ class WritableParent {
 Result<void> materialize(Tree& tree, const Change& c, const std::string& tmp_tag, const OpenContent& open_content,
                          std::vector<DirMeta>& dirs, const std::string* link_from = nullptr) {
   WritableParent writable(tree, c.path);
-  State s = side(c, true);
-  State before = side(c, false);
   auto par_r = tree.parent(c.path);
   if (!par_r) return std::unexpected(par_r.error());
   auto par = *par_r;
@@ -466,7 +433,7 @@ Result<void> materialize(Tree& tree, const Change& c, const std::string& tmp_tag
   std::string tmp = ".zerobox-tmp-" + std::to_string(c.seq) + "-" + tmp_tag;
   ::unlinkat(par.fd, tmp.c_str(), 0);  // left by an interrupted run (never a directory)
 
-  if (!s.type) {
+  if (!c.after) {
     if (!exists) return {};
     if (S_ISDIR(st.st_mode)) {
       if (::unlinkat(par.fd, name, AT_REMOVEDIR) != 0) {
@@ -483,14 +450,15 @@ Result<void> materialize(Tree& tree, const Change& c, const std::string& tmp_tag
     return {};
   }
 
+  const FileMeta& s = *c.after;
   // A change of mode or owner alone keeps the inode.
-  bool same_type = exists && store::file_type_of(st.st_mode) == s.type && before.type == s.type;
+  bool same_type = exists && store::file_type_of(st.st_mode) == s.type && type_of(c.before) == s.type;
   // A file with other hard links (perhaps outside the tracked tree) gets a new inode
   // rather than a chmod that the other names would share.
   bool shared = exists && S_ISREG(st.st_mode) && st.st_nlink > 1;
   if (same_type && !shared && c.kind == store::ChangeKind::ModeChanged && s.type != FileType::Directory) {
     if (s.type == FileType::Symlink) return {};
-    if (is_root() && s.opt_uid && ::fchownat(par.fd, name, s.uid, s.gid, AT_SYMLINK_NOFOLLOW) != 0) {
+    if (is_root() && s.uid && ::fchownat(par.fd, name, *s.uid, s.gid.value_or(0), AT_SYMLINK_NOFOLLOW) != 0) {
       return fail("chown " + log::quote(c.path));
     }
     if (!is_root() && s.xattrs) (void)::fchmodat(par.fd, name, written_mode(s) | 0600, 0);
@@ -500,7 +468,7 @@ Result<void> materialize(Tree& tree, const Change& c, const std::string& tmp_tag
     return {};
   }
 
-  switch (*s.type) {
+  switch (s.type) {
     case FileType::Directory: {
       if (exists && !S_ISDIR(st.st_mode)) {
         if (::unlinkat(par.fd, name, 0) != 0) return fail("unlink " + log::quote(c.path));
@@ -537,12 +505,12 @@ Result<void> materialize(Tree& tree, const Change& c, const std::string& tmp_tag
       auto written = [&]() -> Result<void> {
         auto n = util::copy_sparse(src->get(), out.get());
         if (!n) return std::unexpected(SysError{n.error().what + " (writing " + log::quote(c.path) + ")", n.error().err});
-        if (is_root() && s.opt_uid && ::fchown(out.get(), s.uid, s.gid) != 0) return fail("chown " + log::quote(c.path));
+        if (is_root() && s.uid && ::fchown(out.get(), *s.uid, s.gid.value_or(0)) != 0) return fail("chown " + log::quote(c.path));
         if (auto r = set_xattrs_at(par.fd, tmp, s, c.path, false); !r) return r;
         if (::fchmod(out.get(), written_mode(s)) != 0) return fail("chmod " + log::quote(c.path));
         struct timespec ts[2];
-        ts[0].tv_sec = s.mtime_ns / 1000000000;
-        ts[0].tv_nsec = s.mtime_ns % 1000000000;
+        ts[0].tv_sec = s.mtime_ns.value_or(0) / 1000000000;
+        ts[0].tv_nsec = s.mtime_ns.value_or(0) % 1000000000;
         ts[1] = ts[0];
         if (::futimens(out.get(), ts) != 0) return fail("set mtime of " + log::quote(c.path));
         return {};
@@ -556,7 +524,7 @@ Result<void> materialize(Tree& tree, const Change& c, const std::string& tmp_tag
       return replace_with(par.fd, tmp, name, c.path);
     }
     case FileType::Symlink: {
-      if (::symlinkat(s.link.c_str(), par.fd, tmp.c_str()) != 0) return fail("symlink " + log::quote(c.path));
+      if (::symlinkat(s.link.value_or("").c_str(), par.fd, tmp.c_str()) != 0) return fail("symlink " + log::quote(c.path));
       if (auto r = set_meta_at(par.fd, tmp, s, c.path, false); !r) return r;
       crash_point();
       return replace_with(par.fd, tmp, name, c.path);
@@ -642,16 +610,7 @@ std::function<Result<std::string>()> intent_recorder(store::Store& store, const 
 
 Change inverse(const Change& c) {
   Change r = c;
-  std::swap(r.old_type, r.new_type);
-  std::swap(r.old_mode, r.new_mode);
-  std::swap(r.old_size, r.new_size);
-  std::swap(r.old_mtime_ns, r.new_mtime_ns);
-  std::swap(r.old_uid, r.new_uid);
-  std::swap(r.old_gid, r.new_gid);
-  std::swap(r.old_blob, r.new_blob);
-  std::swap(r.old_link, r.new_link);
-  std::swap(r.old_xattrs, r.new_xattrs);
-  std::swap(r.old_inode, r.new_inode);
+  std::swap(r.before, r.after);
   if (c.kind == store::ChangeKind::Added) r.kind = store::ChangeKind::Deleted;
   if (c.kind == store::ChangeKind::Deleted) r.kind = store::ChangeKind::Added;
   return r;
@@ -679,7 +638,7 @@ Result<std::vector<Unseen>> find_unseen(store::Store& store, Tree& tree, const s
   std::vector<std::pair<std::string, std::int64_t>> claimed;
   for (std::size_t i = 0; i < changes.size(); ++i) {
     const Change& c = changes[i];
-    if (!skip[i] && c.old_type == FileType::Directory && c.new_type != FileType::Directory) claimed.emplace_back(c.path, c.seq);
+    if (!skip[i] && type_of(c.before) == FileType::Directory && type_of(c.after) != FileType::Directory) claimed.emplace_back(c.path, c.seq);
   }
   // A restore only removes what the session made: an opaque directory is the session's
   // claim, not its undo's.
@@ -781,22 +740,24 @@ Result<void> validate_journal(store::Store& store, const store::Session& s, cons
       return fail_msg(where + "its tracked paths: change " + std::to_string(c.seq) + " is for " + log::quote(c.path) +
                       ", outside every tracked path of the session" + tail);
     }
-    for (const auto* b : {&c.old_blob, &c.new_blob}) {
-      if (!*b || (*b)->empty() || !seen_blobs.insert(**b).second) continue;
-      bool present = store::valid_id(**b);
+    for (const auto* side : {&c.before, &c.after}) {
+      if (!*side || !(*side)->blob) continue;
+      const std::string& b = *(*side)->blob;
+      if (b.empty() || !seen_blobs.insert(b).second) continue;
+      bool present = store::valid_id(b);
       if (present) {
-        auto info = store.blob_info(**b);
+        auto info = store.blob_info(b);
         if (!info) return std::unexpected(info.error());
         present = info->has_value();
       }
       if (present) {
-        auto fd = store.open_blob(**b);
+        auto fd = store.open_blob(b);
         if (!fd && fd.error().err != ENOENT) return std::unexpected(fd.error());
         present = fd.has_value();
       }
       if (!present) {
         return fail_msg(where + "its blobs: change " + std::to_string(c.seq) + " (" + log::quote(c.path) + ") names blob " +
-                        log::quote(**b) + ", which the store does not hold" + tail);
+                        log::quote(b) + ", which the store does not hold" + tail);
       }
     }
   }
@@ -858,18 +819,22 @@ Result<ApplyReport> apply_changes(store::Store& store, const store::Session& s, 
     std::set<std::string> verified;
     for (std::size_t i = 0; i < changes->size(); ++i) {
       const Change& c = (*changes)[i];
-      if (skip[i] || checked[i].where == Where::After || c.new_type != FileType::Regular || !c.new_blob || c.new_blob->empty()) continue;
-      if (verified.count(*c.new_blob) != 0) continue;
-      auto ok = store.verify_blob(*c.new_blob);
+      if (skip[i] || checked[i].where == Where::After || type_of(c.after) != FileType::Regular || !c.after->blob ||
+          c.after->blob->empty()) {
+        continue;
+      }
+      const std::string& blob = *c.after->blob;
+      if (verified.count(blob) != 0) continue;
+      auto ok = store.verify_blob(blob);
       if (!ok) {
-        return fail_msg("session " + shown_session(s) + ": the stored content of " + log::quote(c.path) + " (blob " + *c.new_blob +
+        return fail_msg("session " + shown_session(s) + ": the stored content of " + log::quote(c.path) + " (blob " + blob +
                         ") cannot be read: " + ok.error().message() + "; nothing was changed");
       }
       if (!*ok) {
         return fail_msg("session " + shown_session(s) + ": the stored content of " + log::quote(c.path) + " does not match its hash (blob " +
-                        *c.new_blob + "): the store was changed outside zerobox; nothing was changed");
+                        blob + "): the store was changed outside zerobox; nothing was changed");
       }
-      verified.insert(*c.new_blob);
+      verified.insert(blob);
     }
   }
 
@@ -919,16 +884,18 @@ Result<ApplyReport> apply_changes(store::Store& store, const store::Session& s, 
   for (const auto& c : report.conflicts) log::warning("overwriting (--force): " + c);
   report.conflicts.clear();
 
-  OpenContent from_blob = [&](const State& st) -> Result<UniqueFd> {
-    auto b = store.open_blob(st.blob);
-    if (!b) return fail("the content of a change is missing from the store (blob " + st.blob + ")", b.error().err);
+  OpenContent from_blob = [&](const FileMeta& st) -> Result<UniqueFd> {
+    std::string blob = st.blob.value_or("");
+    auto b = store.open_blob(blob);
+    if (!b) return fail("the content of a change is missing from the store (blob " + blob + ")", b.error().err);
     return b;
   };
   // The first name in place of each recorded inode: the others become hard links of it.
-  std::map<std::int64_t, std::pair<std::string, State>> first_name;
-  auto same_file = [](const State& a, const State& b) {
-    return a.blob == b.blob && a.mode == b.mode && a.opt_uid == b.opt_uid && a.gid == b.gid && a.mtime_ns == b.mtime_ns &&
-           a.xattrs == b.xattrs && a.size == b.size;
+  std::map<std::int64_t, std::pair<std::string, FileMeta>> first_name;
+  auto same_file = [](const FileMeta& a, const FileMeta& b) {
+    return a.blob.value_or("") == b.blob.value_or("") && a.mode.value_or(0) == b.mode.value_or(0) && a.uid == b.uid &&
+           a.gid.value_or(0) == b.gid.value_or(0) && a.mtime_ns.value_or(0) == b.mtime_ns.value_or(0) && a.xattrs == b.xattrs &&
+           a.size.value_or(0) == b.size.value_or(0);
   };
   std::vector<DirMeta> dirs;
   Progress progress(opts.progress, verb, changes->size());
@@ -936,20 +903,22 @@ Result<ApplyReport> apply_changes(store::Store& store, const store::Session& s, 
     progress.tick(i + 1);
     if (skip[i]) continue;
     const Change& c = (*changes)[i];
-    State after = side(c, true);
-    bool linkable = after.type == FileType::Regular && after.inode;
+    bool linkable = type_of(c.after) == FileType::Regular && c.after->inode;
     if (checked[i].where == Where::After) {
-      if (c.new_type == FileType::Directory) dirs.push_back({c.path, after});
-      if (linkable) first_name.try_emplace(*after.inode, c.path, after);
+      if (type_of(c.after) == FileType::Directory) dirs.push_back({c.path, *c.after});
+      if (linkable) first_name.try_emplace(*c.after->inode, c.path, *c.after);
       continue;
     }
     const std::string* link_from = nullptr;
     if (linkable) {
-      auto it = first_name.find(*after.inode);
-      if (it != first_name.end() && same_file(it->second.second, after)) link_from = &it->second.first;
+      auto it = first_name.find(*c.after->inode);
+      if (it != first_name.end() && same_file(it->second.second, *c.after)) link_from = &it->second.first;
     }
     // A directory replaced or removed invalidates the cached parent fd.
-    if (c.old_type == FileType::Directory || c.new_type == FileType::Directory || c.old_type == FileType::Symlink) tree.forget();
+    if (type_of(c.before) == FileType::Directory || type_of(c.after) == FileType::Directory ||
+        type_of(c.before) == FileType::Symlink) {
+      tree.forget();
+    }
     if (auto r = materialize(tree, c, tag, from_blob, dirs, link_from); !r) {
       // A failure (a full disk, a permission) rather than a crash: put back what was
       // already changed, newest first, so the tree is as it was before the operation.
@@ -972,7 +941,7 @@ Result<ApplyReport> apply_changes(store::Store& store, const store::Session& s, 
       }
       return std::unexpected(r.error());
     }
-    if (linkable) first_name.try_emplace(*after.inode, c.path, after);
+    if (linkable) first_name.try_emplace(*c.after->inode, c.path, *c.after);
     ++report.applied;
   }
   if (auto r = settle_dirs(tree, dirs); !r) return std::unexpected(r.error());
@@ -1087,8 +1056,8 @@ Result<ApplyReport> restore_session(store::Store& store, const std::string& id, 
   inv.reserve(changes->size());
   for (auto it = changes->rbegin(); it != changes->rend(); ++it) {
     Change c = inverse(*it);
-    for (auto* b : {&c.old_blob, &c.new_blob}) {
-      if (*b && !(*b)->empty()) refs.push_back(**b);
+    for (const auto* side : {&c.before, &c.after}) {
+      if (*side && (*side)->blob && !(*side)->blob->empty()) refs.push_back(*(*side)->blob);
     }
     inv.push_back(std::move(c));
   }
@@ -1241,7 +1210,7 @@ Result<void> apply_from_file(const std::string& root, const Change& change, cons
     tree.forget();
   }
   std::vector<DirMeta> dirs;
-  OpenContent from_file = [&](const State&) -> Result<UniqueFd> {
+  OpenContent from_file = [&](const FileMeta&) -> Result<UniqueFd> {
     UniqueFd f(::open(content_path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
     if (!f) return fail("open " + log::quote(content_path));
     return f;

@@ -225,16 +225,6 @@ Result<Session> read_session(const sql::Stmt& st) {
   return s;
 }
 
-template <class T>
-std::optional<T> narrow(std::optional<std::int64_t> v) {
-  if (!v) return std::nullopt;
-  return static_cast<T>(*v);
-}
-
-std::optional<FileType> opt_type(const std::optional<std::string>& s) {
-  return s ? parse_file_type(*s) : std::nullopt;
-}
-
 // Switches the journal to WAL unless it is already. This is the first statement that reads
 // the file, so a journal that is not SQLite fails here.
 Result<void> enable_wal(sqlite3* db, const std::string& journal) {
@@ -683,6 +673,55 @@ Result<void> Store::remove_session_unlocked(const std::string& id) {
 
 namespace {
 
+template <class T>
+std::optional<T> narrow(std::optional<std::int64_t> v) {
+  if (!v) return std::nullopt;
+  return static_cast<T>(*v);
+}
+
+// The columns of one side of a change, in the order bind_side and read_side use: every
+// statement below lists the old_* columns, then the new_* ones, this way.
+constexpr const char* k_side_cols_old =
+    "old_type, old_mode, old_size, old_mtime_ns, old_uid, old_gid, old_blob, old_link, old_xattrs, old_inode";
+constexpr const char* k_side_cols_new =
+    "new_type, new_mode, new_size, new_mtime_ns, new_uid, new_gid, new_blob, new_link, new_xattrs, new_inode";
+constexpr int k_side_cols = 10;
+
+// Binds one side to the k_side_cols parameters from `first` on; all NULL when absent.
+void bind_side(sql::Stmt& st, int first, const std::optional<FileMeta>& m) {
+  if (!m) {
+    for (int i = 0; i < k_side_cols; ++i) st.bind_null(first + i);
+    return;
+  }
+  st.bind_text(first, to_string(m->type));
+  st.bind_opt(first + 1, m->mode).bind_opt(first + 2, m->size).bind_opt(first + 3, m->mtime_ns);
+  st.bind_opt(first + 4, m->uid).bind_opt(first + 5, m->gid);
+  st.bind_opt_text(first + 6, m->blob).bind_opt_blob(first + 7, m->link);
+  st.bind_opt_blob(first + 8, m->xattrs).bind_opt(first + 9, m->inode);
+}
+
+// Reads one side from the k_side_cols columns from `first` on: absent when its type is
+// NULL. False for a type the journal does not know.
+bool read_side(const sql::Stmt& st, int first, std::optional<FileMeta>& out) {
+  out.reset();
+  auto type = st.opt_bytes(first);
+  if (!type) return true;
+  auto t = parse_file_type(*type);
+  if (!t) return false;
+  FileMeta& m = out.emplace();
+  m.type = *t;
+  m.mode = narrow<std::uint32_t>(st.opt_int64(first + 1));
+  m.size = st.opt_int64(first + 2);
+  m.mtime_ns = st.opt_int64(first + 3);
+  m.uid = narrow<std::uint32_t>(st.opt_int64(first + 4));
+  m.gid = narrow<std::uint32_t>(st.opt_int64(first + 5));
+  m.blob = st.opt_bytes(first + 6);
+  m.link = st.opt_bytes(first + 7);
+  m.xattrs = st.opt_bytes(first + 8);
+  m.inode = st.opt_int64(first + 9);
+  return true;
+}
+
 // add_changes inside the caller's transaction.
 Result<void> append_changes(sqlite3* db, std::string_view session, const std::vector<Change>& changes) {
   auto exists = sql::Stmt::prepare(db, "SELECT 1 FROM sessions WHERE id = ?1");
@@ -696,27 +735,16 @@ Result<void> append_changes(sqlite3* db, std::string_view session, const std::ve
   if (!row) return std::unexpected(row.error());
   std::int64_t seq = last->int64(0);
 
-  auto st = sql::Stmt::prepare(db,
-                               "INSERT INTO changes(session, seq, path, kind, old_type, new_type, old_mode, "
-                               "new_mode, old_size, new_size, old_mtime_ns, new_mtime_ns, old_uid, old_gid, "
-                               "new_uid, new_gid, old_blob, new_blob, old_link, new_link, old_xattrs, new_xattrs, "
-                               "old_inode, new_inode) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, "
-                               "?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24)");
+  auto st = sql::Stmt::prepare(db, std::string("INSERT INTO changes(session, seq, path, kind, ") + k_side_cols_old + ", " +
+                                       k_side_cols_new +
+                                       ") VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, "
+                                       "?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24)");
   if (!st) return std::unexpected(st.error());
-  auto type = [](const std::optional<FileType>& t) {
-    return t ? std::optional<std::string>(to_string(*t)) : std::nullopt;
-  };
   for (const auto& c : changes) {
     st->reset();
     st->bind_text(1, session).bind(2, ++seq).bind_blob(3, c.path).bind_text(4, to_string(c.kind));
-    st->bind_opt_text(5, type(c.old_type)).bind_opt_text(6, type(c.new_type));
-    st->bind_opt(7, c.old_mode).bind_opt(8, c.new_mode).bind_opt(9, c.old_size).bind_opt(10, c.new_size);
-    st->bind_opt(11, c.old_mtime_ns).bind_opt(12, c.new_mtime_ns);
-    st->bind_opt(13, c.old_uid).bind_opt(14, c.old_gid).bind_opt(15, c.new_uid).bind_opt(16, c.new_gid);
-    st->bind_opt_text(17, c.old_blob).bind_opt_text(18, c.new_blob);
-    st->bind_opt_blob(19, c.old_link).bind_opt_blob(20, c.new_link);
-    st->bind_opt_blob(21, c.old_xattrs).bind_opt_blob(22, c.new_xattrs);
-    st->bind_opt(23, c.old_inode).bind_opt(24, c.new_inode);
+    bind_side(*st, 5, c.before);
+    bind_side(*st, 5 + k_side_cols, c.after);
     if (auto r = st->run(); !r) return r;
   }
   return {};
@@ -733,11 +761,8 @@ Result<void> Store::add_changes(std::string_view session, const std::vector<Chan
 }
 
 Result<std::vector<Change>> Store::changes(std::string_view session) {
-  auto st = sql::Stmt::prepare(m_db.get(),
-                               "SELECT seq, path, kind, old_type, new_type, old_mode, new_mode, old_size, "
-                               "new_size, old_mtime_ns, new_mtime_ns, old_uid, old_gid, new_uid, new_gid, "
-                               "old_blob, new_blob, old_link, new_link, old_xattrs, new_xattrs, old_inode, new_inode "
-                               "FROM changes WHERE session = ?1 ORDER BY seq");
+  auto st = sql::Stmt::prepare(m_db.get(), std::string("SELECT seq, path, kind, ") + k_side_cols_old + ", " + k_side_cols_new +
+                                               " FROM changes WHERE session = ?1 ORDER BY seq");
   if (!st) return std::unexpected(st.error());
   st->bind_text(1, session);
   std::vector<Change> out;
@@ -749,33 +774,12 @@ Result<std::vector<Change>> Store::changes(std::string_view session) {
     c.seq = st->int64(0);
     c.path = st->bytes(1);
     auto kind = parse_change_kind(st->bytes(2));
-    auto old_type = st->opt_bytes(3);
-    auto new_type = st->opt_bytes(4);
-    c.old_type = opt_type(old_type);
-    c.new_type = opt_type(new_type);
-    if (!kind || (old_type && !c.old_type) || (new_type && !c.new_type)) {
+    bool sides = read_side(*st, 3, c.before) && read_side(*st, 3 + k_side_cols, c.after);
+    if (!kind || !sides) {
       return fail_msg("journal: change " + std::to_string(c.seq) + " of session " + std::string(session) +
                       " is malformed");
     }
     c.kind = *kind;
-    c.old_mode = narrow<std::uint32_t>(st->opt_int64(5));
-    c.new_mode = narrow<std::uint32_t>(st->opt_int64(6));
-    c.old_size = st->opt_int64(7);
-    c.new_size = st->opt_int64(8);
-    c.old_mtime_ns = st->opt_int64(9);
-    c.new_mtime_ns = st->opt_int64(10);
-    c.old_uid = narrow<std::uint32_t>(st->opt_int64(11));
-    c.old_gid = narrow<std::uint32_t>(st->opt_int64(12));
-    c.new_uid = narrow<std::uint32_t>(st->opt_int64(13));
-    c.new_gid = narrow<std::uint32_t>(st->opt_int64(14));
-    c.old_blob = st->opt_bytes(15);
-    c.new_blob = st->opt_bytes(16);
-    c.old_link = st->opt_bytes(17);
-    c.new_link = st->opt_bytes(18);
-    c.old_xattrs = st->opt_bytes(19);
-    c.new_xattrs = st->opt_bytes(20);
-    c.old_inode = st->opt_int64(21);
-    c.new_inode = st->opt_int64(22);
     out.push_back(std::move(c));
   }
   return out;
@@ -813,10 +817,7 @@ Result<void> Store::set_change_old(std::string_view session, const Change& c) {
                                  "old_inode = ?12 WHERE session = ?1 AND seq = ?2");
     if (!st) return std::unexpected(st.error());
     st->bind_text(1, session).bind(2, c.seq);
-    st->bind_opt_text(3, c.old_type ? std::optional<std::string>(to_string(*c.old_type)) : std::nullopt);
-    st->bind_opt(4, c.old_mode).bind_opt(5, c.old_size).bind_opt(6, c.old_mtime_ns);
-    st->bind_opt(7, c.old_uid).bind_opt(8, c.old_gid).bind_opt_text(9, c.old_blob).bind_opt_blob(10, c.old_link);
-    st->bind_opt_blob(11, c.old_xattrs).bind_opt(12, c.old_inode);
+    bind_side(*st, 3, c.before);  // the old_* columns in k_side_cols_old's order
     if (auto r = st->run(); !r) return r;
     if (auto r = txn->commit(); !r) return r;
   }
