@@ -1,8 +1,8 @@
 // Changing the real filesystem: accept, restore and discard of a session, and recovery
 // of one that was interrupted (docs/usage.md "zerobox snapshot subcommands").
 //
-// Every change describes its target before (old_*) and after (new_*). Applying a
-// session moves each target from its before-state to its after-state:
+// Every change describes its target before (Change::before) and after (Change::after).
+// Applying a session moves each target from its before-state to its after-state:
 //   1. Check. Each target is compared with both states: at the before-state it will be
 //      changed, at the after-state it is done already (a resumed operation), anything
 //      else is a conflict. A regular file is at a state when its type, size, mode and
@@ -29,7 +29,7 @@
 //      after. setuid/setgid bits are dropped; the recorded xattrs are set (a run's new side
 //      holds only user.* ones, so no file capability leaves a sandbox; a pre-image holds
 //      every one the journal could read, set where permitted, with a warning otherwise);
-//      the names of a pre-image's inode (Change::old_inode) become hard links again;
+//      the names of a pre-image's inode (FileMeta::inode) become hard links again;
 //      device nodes are never created and unix sockets are skipped, with a warning.
 //      Directory modes, xattrs and mtimes are set last.
 //   4. The session's state changes and the intent is removed in one step each.

@@ -128,39 +128,43 @@ std::int64_t ctime_ns(const struct stat& st) {
          static_cast<std::int64_t>(st.st_ctim.tv_nsec);
 }
 
+// One side of a change from the entry's stat: every reported side carries its xattrs of
+// `scope` (changeset.hpp).
+Result<store::FileMeta> meta_of(int dir_fd, const char* name, const std::string& what, const struct stat& st,
+                                std::optional<std::string> link, util::XattrScope scope) {
+  store::FileMeta m;
+  m.type = type_of(st);
+  m.mode = perm_bits(st);
+  if (sized(m.type)) m.size = static_cast<std::int64_t>(st.st_size);
+  m.mtime_ns = mtime_ns(st);
+  m.uid = st.st_uid;
+  m.gid = st.st_gid;
+  m.link = std::move(link);
+  auto x = xattrs_of(dir_fd, name, scope, what);
+  if (!x) return std::unexpected(x.error());
+  m.xattrs = std::move(*x);
+  return m;
+}
+
+// The lower entry, as the change's before side: every readable xattr, and an inode label
+// for a regular file with other hard links.
 Result<void> fill_old(store::Change& c, int dir_fd, const char* name, const std::string& what, const struct stat& st,
                       std::optional<std::string> link) {
-  FileType t = type_of(st);
-  c.old_type = t;
-  c.old_mode = perm_bits(st);
-  if (sized(t)) c.old_size = static_cast<std::int64_t>(st.st_size);
-  c.old_mtime_ns = mtime_ns(st);
-  c.old_uid = st.st_uid;
-  c.old_gid = st.st_gid;
-  c.old_link = std::move(link);
-  if (t == FileType::Regular && st.st_nlink > 1) c.old_inode = inode_label(st);
-  auto x = xattrs_of(dir_fd, name, util::XattrScope::All, what);
-  if (!x) return std::unexpected(x.error());
-  c.old_xattrs = std::move(*x);
+  auto m = meta_of(dir_fd, name, what, st, std::move(link), util::XattrScope::All);
+  if (!m) return std::unexpected(m.error());
+  if (m->type == FileType::Regular && st.st_nlink > 1) m->inode = inode_label(st);
+  c.before = std::move(*m);
   return {};
 }
 
+// The upper entry, as the change's after side: the xattrs a command may set.
 Result<void> fill_new(ScannedChange& sc, int dir_fd, const char* name, const std::string& what, const struct stat& st,
                       std::optional<std::string> link) {
-  store::Change& c = sc.change;
-  FileType t = type_of(st);
-  c.new_type = t;
-  c.new_mode = perm_bits(st);
-  if (sized(t)) c.new_size = static_cast<std::int64_t>(st.st_size);
-  c.new_mtime_ns = mtime_ns(st);
-  c.new_uid = st.st_uid;
-  c.new_gid = st.st_gid;
-  c.new_link = std::move(link);
+  auto m = meta_of(dir_fd, name, what, st, std::move(link), util::XattrScope::Carried);
+  if (!m) return std::unexpected(m.error());
+  sc.change.after = std::move(*m);
   sc.new_nlink = static_cast<std::uint64_t>(st.st_nlink);
   sc.new_ino = static_cast<std::uint64_t>(st.st_ino);
-  auto x = xattrs_of(dir_fd, name, util::XattrScope::Carried, what);
-  if (!x) return std::unexpected(x.error());
-  c.new_xattrs = std::move(*x);
   return {};
 }
 

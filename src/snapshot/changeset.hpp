@@ -24,10 +24,10 @@
 //                                                user.* xattrs changed, else nothing; then
 //                                                recursed into
 //
-// Every reported side carries its xattrs (Change::old_xattrs: every one readable, from the
-// lower entry; new_xattrs: user.* other than user.overlay.*, util::XattrScope::Carried);
-// a lower regular file with other hard links carries an inode label (old_inode), so that
-// a restore links its names again. Hard links the command made are not labelled: accept
+// Every reported side carries its xattrs (Change::before: every one readable, from the
+// lower entry; Change::after: user.* other than user.overlay.*, util::XattrScope::Carried);
+// a lower regular file with other hard links carries an inode label (before->inode), so
+// that a restore links its names again. Hard links the command made are not labelled: accept
 // writes them as separate files.
 //
 // Opaque directories (xattr overlay.opaque = "y") hide the whole lower directory: every
@@ -98,7 +98,7 @@ struct ScanOptions {
   OpaqueSink on_opaque;
 };
 
-// A label shared by the names of one inode (dev and ino), for Change::old_inode/new_inode.
+// A label shared by the names of one inode (dev and ino), for store::FileMeta::inode.
 std::int64_t inode_label(const struct stat& st);
 
 // One change found in the upper layer.

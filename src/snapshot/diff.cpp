@@ -25,6 +25,7 @@ namespace {
 using store::Change;
 using store::ChangeKind;
 using store::FileType;
+using store::type_of;
 
 // Larger files are shown as binary without being read: the line diff holds the whole of
 // both sides in memory.
@@ -84,23 +85,7 @@ std::string shown_path(const std::string& path, const std::string& cwd) {
 
 // --- The two sides of a change ----------------------------------------------------
 
-struct Side {
-  FileType type = FileType::Regular;
-  std::uint32_t mode = 0;
-  std::optional<std::uint32_t> uid, gid;
-  std::optional<std::string> blob, link;
-  std::optional<std::int64_t> size;
-};
-
-std::optional<Side> old_side(const Change& c) {
-  if (!c.old_type) return std::nullopt;
-  return Side{*c.old_type, c.old_mode.value_or(0), c.old_uid, c.old_gid, c.old_blob, c.old_link, c.old_size};
-}
-
-std::optional<Side> new_side(const Change& c) {
-  if (!c.new_type) return std::nullopt;
-  return Side{*c.new_type, c.new_mode.value_or(0), c.new_uid, c.new_gid, c.new_blob, c.new_link, c.new_size};
-}
+using Side = store::FileMeta;
 
 // What one `diff --git` section compares. A change of type is two sections, a deletion
 // and an addition, as git shows it.
@@ -109,8 +94,8 @@ struct Pair {
 };
 
 std::vector<Pair> pairs_of(const Change& c) {
-  auto a = old_side(c);
-  auto b = new_side(c);
+  const auto& a = c.before;
+  const auto& b = c.after;
   if (a && b && a->type != b->type) return {Pair{a, std::nullopt}, Pair{std::nullopt, b}};
   return {Pair{a, b}};
 }
@@ -127,7 +112,7 @@ std::string git_mode(const Side& s) {
     case FileType::CharDevice: type_bits = S_IFCHR; break;
     case FileType::BlockDevice: type_bits = S_IFBLK; break;
   }
-  return octal6(type_bits | (s.mode & 07777));
+  return octal6(type_bits | (s.mode.value_or(0) & 07777));
 }
 
 // True when the two sides are known to hold the same bytes, so only the header differs.
@@ -620,28 +605,26 @@ Json or_null(const std::optional<T>& v) {
   return v ? Json(*v) : Json(nullptr);
 }
 
-Json type_json(const std::optional<FileType>& t) {
-  return t ? Json(std::string(store::to_string(*t))) : Json(nullptr);
-}
-
+// The keys come in the order diff.hpp lists them: the old_ and new_ key of each value side
+// by side, but old_uid, old_gid, new_uid, new_gid. An absent side's values are all null.
 Json change_json(const Change& c) {
+  const std::optional<Side>* sides[2] = {&c.before, &c.after};
+  const std::string prefix[2] = {"old_", "new_"};
   Json o = Json::object();
+  auto both = [&](const char* key, auto value) {
+    for (int i = 0; i < 2; ++i) o[prefix[i] + key] = *sides[i] ? value(**sides[i]) : Json(nullptr);
+  };
   put_bytes(o, "path", c.path);
   o["kind"] = std::string(store::to_string(c.kind));
-  o["old_type"] = type_json(c.old_type);
-  o["new_type"] = type_json(c.new_type);
-  o["old_mode"] = or_null(c.old_mode);
-  o["new_mode"] = or_null(c.new_mode);
-  o["old_size"] = or_null(c.old_size);
-  o["new_size"] = or_null(c.new_size);
-  put_bytes(o, "old_link", c.old_link);
-  put_bytes(o, "new_link", c.new_link);
-  o["old_mtime_ns"] = or_null(c.old_mtime_ns);
-  o["new_mtime_ns"] = or_null(c.new_mtime_ns);
-  o["old_uid"] = or_null(c.old_uid);
-  o["old_gid"] = or_null(c.old_gid);
-  o["new_uid"] = or_null(c.new_uid);
-  o["new_gid"] = or_null(c.new_gid);
+  both("type", [](const Side& s) { return Json(std::string(store::to_string(s.type))); });
+  both("mode", [](const Side& s) { return or_null(s.mode); });
+  both("size", [](const Side& s) { return or_null(s.size); });
+  for (int i = 0; i < 2; ++i) put_bytes(o, prefix[i] + "link", *sides[i] ? (*sides[i])->link : std::nullopt);
+  both("mtime_ns", [](const Side& s) { return or_null(s.mtime_ns); });
+  for (int i = 0; i < 2; ++i) {
+    o[prefix[i] + "uid"] = *sides[i] ? or_null((*sides[i])->uid) : Json(nullptr);
+    o[prefix[i] + "gid"] = *sides[i] ? or_null((*sides[i])->gid) : Json(nullptr);
+  }
   return o;
 }
 
@@ -807,14 +790,16 @@ std::map<std::size_t, std::size_t> find_renames(const std::vector<const Change*>
   std::multimap<std::string, std::size_t> deleted;
   for (std::size_t i = 0; i < chosen.size(); ++i) {
     const Change& c = *chosen[i];
-    if (c.kind == ChangeKind::Deleted && c.old_type == FileType::Regular && c.old_blob) deleted.emplace(*c.old_blob, i);
+    if (c.kind == ChangeKind::Deleted && type_of(c.before) == FileType::Regular && c.before->blob) {
+      deleted.emplace(*c.before->blob, i);
+    }
   }
   std::map<std::size_t, std::size_t> out;
   if (deleted.empty()) return out;
   for (std::size_t i = 0; i < chosen.size(); ++i) {
     const Change& c = *chosen[i];
-    if (c.kind != ChangeKind::Added || c.new_type != FileType::Regular || !c.new_blob) continue;
-    auto it = deleted.find(*c.new_blob);
+    if (c.kind != ChangeKind::Added || type_of(c.after) != FileType::Regular || !c.after->blob) continue;
+    auto it = deleted.find(*c.after->blob);
     if (it == deleted.end()) continue;
     out.emplace(i, it->second);
     deleted.erase(it);
@@ -827,7 +812,8 @@ void write_rename(std::FILE* out, const Change& from, const Change& to, const st
   auto meta = [&](const std::string& s) { put_line(out, col.meta, s, col.reset); };
   auto strip = [](const std::string& p) { return p.empty() || p.front() != '/' ? p : p.substr(1); };
   meta("diff --git " + git_quote("a/" + strip(from_shown)) + " " + git_quote("b/" + strip(to_shown)));
-  std::uint32_t a = from.old_mode.value_or(0644), b = to.new_mode.value_or(0644);
+  auto mode = [](const std::optional<Side>& s) { return s && s->mode ? *s->mode : 0644u; };
+  std::uint32_t a = mode(from.before), b = mode(to.after);
   if (a != b) {
     meta("old mode " + octal6(0100000 | a));
     meta("new mode " + octal6(0100000 | b));

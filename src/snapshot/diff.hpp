@@ -29,11 +29,12 @@ struct DiffOptions {
   std::function<void(std::size_t, std::size_t)> progress;
 };
 
-// Writes the changes of one session to out. Old contents come from old_blob, new contents
-// from new_blob, opened through store.open_blob. Changes are shown in the order given
-// (the journal's seq order); a change is shown when its path equals a filter or lies
-// under one (path boundary: "/a" selects "/a/b", not "/ab"). Human output names a path
-// relative to options.cwd where it lies under it ("." for cwd itself), else absolutely.
+// Writes the changes of one session to out. Old contents come from the blob of each
+// change's before side, new ones from its after side, opened through store.open_blob.
+// Changes are shown in the order given (the journal's seq order); a change is shown when
+// its path equals a filter or lies under one (path boundary: "/a" selects "/a/b", not
+// "/ab"). Human output names a path relative to options.cwd where it lies under it ("."
+// for cwd itself), else absolutely.
 //
 // Patch, as `git diff`:
 //   diff --git a/REL b/REL        "a/REL" and "b/REL" each quoted by git_quote; an

@@ -19,15 +19,16 @@ namespace zb::snapshot {
 
 using store::Change;
 using store::FileType;
+using store::type_of;
 
 namespace {
 
 // Whether a change's new side holds other user.* xattrs (those a command may set,
 // util::XattrScope::Carried) than its old side.
 bool carried_xattrs_changed(const Change& c) {
-  if (!c.old_xattrs || !c.new_xattrs) return false;
-  auto old_x = store::decode_xattrs(*c.old_xattrs);
-  auto new_x = store::decode_xattrs(*c.new_xattrs);
+  if (!c.before || !c.after || !c.before->xattrs || !c.after->xattrs) return false;
+  auto old_x = store::decode_xattrs(*c.before->xattrs);
+  auto new_x = store::decode_xattrs(*c.after->xattrs);
   if (!old_x || !new_x) return true;
   std::erase_if(*old_x, [](const auto& kv) { return !kv.first.starts_with("user.") || kv.first.starts_with("user.overlay."); });
   return *old_x != *new_x;
@@ -72,7 +73,7 @@ std::vector<std::string> from_array(const nlohmann::json& j, const char* key) {
 bool protected_change(const std::string& abs, const Change& c, const std::vector<std::string>& protected_paths) {
   for (const auto& p : protected_paths) {
     if (path::is_under(abs, p)) return true;
-    if (c.new_type && *c.new_type != FileType::Directory && path::is_under(p, abs)) return true;
+    if (c.after && c.after->type != FileType::Directory && path::is_under(p, abs)) return true;
   }
   return false;
 }
@@ -141,16 +142,16 @@ Result<JournalStats> journal_session(store::Store& store, const store::Session& 
         return {};
       }
       std::string rel_base = base == "/" ? abs.substr(1) : (abs == base ? std::string() : abs.substr(base.size() + 1));
-      bool is_dir = sc.change.new_type ? sc.change.new_type == FileType::Directory : sc.change.old_type == FileType::Directory;
+      bool is_dir = type_of(sc.change.after ? sc.change.after : sc.change.before) == FileType::Directory;
       Change c = sc.change;
       c.path = abs;
       // setuid and setgid made inside the sandbox never reach the journal, so no accept,
       // restore or redo can put them on the host.
-      if (c.new_type && *c.new_type != FileType::Directory && c.new_mode && (*c.new_mode & 06000u) != 0) {
+      if (c.after && c.after->type != FileType::Directory && c.after->mode && (*c.after->mode & 06000u) != 0) {
         log::warning("dropped the setuid/setgid bits of " + log::quote(abs));
-        *c.new_mode &= ~06000u;
-        if (c.kind == store::ChangeKind::ModeChanged && c.new_mode == c.old_mode && c.new_uid == c.old_uid && c.new_gid == c.old_gid &&
-            !carried_xattrs_changed(c)) {
+        *c.after->mode &= ~06000u;
+        if (c.kind == store::ChangeKind::ModeChanged && c.before && c.after->mode == c.before->mode &&
+            c.after->uid == c.before->uid && c.after->gid == c.before->gid && !carried_xattrs_changed(c)) {
           return {};
         }
       }
@@ -158,14 +159,14 @@ Result<JournalStats> journal_session(store::Store& store, const store::Session& 
         excluded.emplace_back(std::move(c), upper + "/" + rel);
         return {};
       }
-      if (c.old_type == FileType::Regular) {
+      if (type_of(c.before) == FileType::Regular) {
         auto f = util::open_beneath(lower_fd.get(), rel, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, abs);
         if (!f) return std::unexpected(f.error());
         auto b = store.put_blob_from_fd(f->get());
         if (!b) return std::unexpected(b.error());
-        c.old_blob = b->hash;
+        c.before->blob = b->hash;
       }
-      if (c.new_type == FileType::Regular) {
+      if (type_of(c.after) == FileType::Regular) {
         auto slash = rel.rfind('/');
         std::string dir = slash == std::string::npos ? "." : rel.substr(0, slash);
         std::string name = slash == std::string::npos ? rel : rel.substr(slash + 1);
@@ -187,9 +188,9 @@ Result<JournalStats> journal_session(store::Store& store, const store::Session& 
         bool unreadable = ::geteuid() != 0 && ::faccessat(d->get(), name.c_str(), R_OK, AT_SYMLINK_NOFOLLOW) != 0;
         if (unreadable) ::fchmodat(d->get(), name.c_str(), 0600, 0);
         auto b = store.put_blob_by_rename(d->get(), name);
-        if (unreadable && c.new_mode) ::fchmodat(d->get(), name.c_str(), *c.new_mode, 0);
+        if (unreadable && c.after->mode) ::fchmodat(d->get(), name.c_str(), *c.after->mode, 0);
         if (!b) return std::unexpected(b.error());
-        c.new_blob = b->hash;
+        c.after->blob = b->hash;
       }
       batch.push_back(std::move(c));
       if (batch.size() >= 1000) return flush();
@@ -201,7 +202,7 @@ Result<JournalStats> journal_session(store::Store& store, const store::Session& 
     auto on_opaque = [&](const std::string& rel, const std::vector<std::string>& names) -> Result<void> {
       std::string abs = rel.empty() ? root : path::join(root, rel);
       Change dir;
-      dir.new_type = FileType::Directory;
+      dir.after = store::FileMeta{.type = FileType::Directory};
       if (protected_change(abs, dir, policy.protected_paths)) return {};
       std::string rel_base = base == "/" ? abs.substr(1) : (abs == base ? std::string() : abs.substr(base.size() + 1));
       if (!excludes->empty() && excludes->matches(rel_base, true)) return {};

@@ -1,4 +1,5 @@
-// Helpers shared by store.cpp, blobs.cpp and registry.cpp. Internal to src/store.
+// Helpers shared by the files of src/store (store, schema, sessions, changes, blobs,
+// registry). Internal to src/store.
 #pragma once
 
 #include <sqlite3.h>
@@ -6,10 +7,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 #include "util/error.hpp"
+#include "util/fd.hpp"
 
 namespace zb::store::detail {
 
@@ -18,6 +21,16 @@ Result<void> make_dirs(const std::string& dir);
 
 // CLOCK_REALTIME in nanoseconds.
 std::int64_t now_ns();
+
+// 'X' for messages, escaped when X could forge output.
+std::string in_quotes(std::string_view s);
+
+// parent/name as a directory fd, never following a symlink; made first (mode 0700) when
+// `create`. `shown` names it in errors.
+Result<UniqueFd> open_subdir(int parent, const std::string& name, const std::string& shown, bool create);
+
+// Switches the journal to WAL unless it is already (schema.cpp).
+Result<void> enable_wal(sqlite3* db, const std::string& journal);
 
 // flock(LOCK_EX) on the blobs/ directory, held while blob files are created or deleted
 // and their rows changed (store.hpp, "On-disk format"). Taken before any SQLite write

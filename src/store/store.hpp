@@ -172,24 +172,39 @@ struct Finish {
   std::optional<int> signal;
 };
 
-// One row of `changes`. Absent values are NULL (old_* of an added file, new_* of a deleted
-// one, blobs of non-regular files, links of non-symlinks).
+// One side of a change: the file at its path before or after it (the old_* or new_*
+// columns of its row). A side is present exactly when its type column is set; the other
+// values are NULL where the journal has none (blobs of non-regular files, links of
+// non-symlinks, sizes of what is neither).
+struct FileMeta {
+  FileType type = FileType::Regular;
+  std::optional<std::uint32_t> mode;  // st_mode & 07777
+  std::optional<std::int64_t> size;
+  std::optional<std::int64_t> mtime_ns;
+  std::optional<std::uint32_t> uid, gid;
+  std::optional<std::string> blob;    // hash of a regular file's contents
+  std::optional<std::string> link;    // symlink target
+  std::optional<std::string> xattrs;  // encode_xattrs; nullopt: not recorded
+  std::optional<std::int64_t> inode;  // hard-link label
+
+  bool operator==(const FileMeta&) const = default;
+};
+
+// One row of `changes`: a path moving from `before` to `after`. An absent side is a path
+// with nothing there (the before of an added file, the after of a deleted one).
 struct Change {
   std::int64_t seq = 0;  // assigned by add_changes
   std::string path;      // absolute, arbitrary bytes
   ChangeKind kind = ChangeKind::Modified;
-  std::optional<FileType> old_type, new_type;
-  std::optional<std::uint32_t> old_mode, new_mode;  // st_mode & 07777
-  std::optional<std::int64_t> old_size, new_size;
-  std::optional<std::int64_t> old_mtime_ns, new_mtime_ns;
-  std::optional<std::uint32_t> old_uid, old_gid, new_uid, new_gid;
-  std::optional<std::string> old_blob, new_blob;  // hashes
-  std::optional<std::string> old_link, new_link;  // symlink targets
-  std::optional<std::string> old_xattrs, new_xattrs;  // encode_xattrs; nullopt: not recorded
-  std::optional<std::int64_t> old_inode, new_inode;   // hard-link labels
+  std::optional<FileMeta> before, after;
 
   bool operator==(const Change&) const = default;
 };
+
+// The type of a side; nullopt when the side is absent.
+inline std::optional<FileType> type_of(const std::optional<FileMeta>& side) {
+  return side ? std::optional<FileType>(side->type) : std::nullopt;
+}
 
 // A directory whose host contents a session replaces as a whole (an overlay opaque
 // directory), and the names its replacement held.
@@ -321,16 +336,16 @@ class Store {
   // --- Changes ---
 
   // Appends changes to a session in one transaction, numbering them after the existing
-  // ones (the seq of the arguments is ignored). Each non-empty old_blob/new_blob takes
+  // ones (the seq of the arguments is ignored). Each non-empty blob of either side takes
   // over one reference obtained from put_blob_* or retain_blob.
   Result<void> add_changes(std::string_view session, const std::vector<Change>& changes);
   // A session's changes in seq order; empty for a session without changes or without a row.
   Result<std::vector<Change>> changes(std::string_view session);
   // The number of changes of a session, by kind (indexed by ChangeKind).
   Result<std::vector<std::int64_t>> count_changes(std::string_view session);
-  // Replaces the old_* fields of change `c.seq` with those of c (a forced accept records
-  // what it really replaced). c.old_blob's reference is taken over; the previous one is
-  // released.
+  // Replaces the before side of change `c.seq` with c.before (a forced accept records
+  // what it really replaced). The reference of c.before's blob is taken over; the previous
+  // one is released.
   Result<void> set_change_old(std::string_view session, const Change& c);
 
   // --- Intents ---

@@ -95,17 +95,17 @@ TEST_CASE("changeset: created files and directories are added, parents first") {
   const auto* f = find(v, "new.txt");
   REQUIRE(f != nullptr);
   CHECK(f->change.kind == ChangeKind::Added);
-  CHECK(f->change.new_type == FileType::Regular);
-  CHECK(f->change.new_size == 2);
-  CHECK(f->change.new_mode == 0644U);
-  CHECK(f->change.new_uid == ::getuid());
-  CHECK_FALSE(f->change.old_type.has_value());
+  CHECK(f->change.after.value().type == FileType::Regular);
+  CHECK(f->change.after.value().size == 2);
+  CHECK(f->change.after.value().mode == 0644U);
+  CHECK(f->change.after.value().uid == ::getuid());
+  CHECK_FALSE(f->change.before.has_value());
   CHECK(f->new_nlink == 1);
   EXPECT_CHANGE(v, "d", ChangeKind::Added);
-  CHECK(find(v, "d")->change.new_type == FileType::Directory);
-  CHECK(find(v, "d")->change.new_mode == 0750U);
+  CHECK(find(v, "d")->change.after.value().type == FileType::Directory);
+  CHECK(find(v, "d")->change.after.value().mode == 0750U);
   EXPECT_CHANGE(v, "d/e/f", ChangeKind::Added);
-  CHECK(find(v, "d/e/f")->change.new_mode == 0600U);
+  CHECK(find(v, "d/e/f")->change.after.value().mode == 0600U);
   CHECK(index_of(v, "d") < index_of(v, "d/e"));
   CHECK(index_of(v, "d/e") < index_of(v, "d/e/f"));
 }
@@ -127,13 +127,13 @@ TEST_CASE("changeset: modified contents, same and different sizes") {
   EXPECT_CHANGE(v, "same-size", ChangeKind::Modified);
   EXPECT_CHANGE(v, "grown", ChangeKind::Modified);
   const auto* g = find(v, "grown");
-  CHECK(g->change.old_size == 3);
-  CHECK(g->change.new_size == 12);
-  CHECK(g->change.old_type == FileType::Regular);
-  CHECK(g->change.new_type == FileType::Regular);
+  CHECK(g->change.before.value().size == 3);
+  CHECK(g->change.after.value().size == 12);
+  CHECK(g->change.before.value().type == FileType::Regular);
+  CHECK(g->change.after.value().type == FileType::Regular);
   EXPECT_CHANGE(v, "link", ChangeKind::Modified);
-  CHECK(find(v, "link")->change.old_link == "target-a");
-  CHECK(find(v, "link")->change.new_link == "target-b");
+  CHECK(find(v, "link")->change.before.value().link == "target-a");
+  CHECK(find(v, "link")->change.after.value().link == "target-b");
 }
 
 TEST_CASE("changeset: deletions are whiteouts; a deleted tree is reported bottom-up") {
@@ -153,13 +153,13 @@ TEST_CASE("changeset: deletions are whiteouts; a deleted tree is reported bottom
   auto v = l.scan();
   REQUIRE_MESSAGE(v.size() == 6, dump(v));
   EXPECT_CHANGE(v, "f", ChangeKind::Deleted);
-  CHECK(find(v, "f")->change.old_type == FileType::Regular);
-  CHECK(find(v, "f")->change.old_size == 4);
-  CHECK_FALSE(find(v, "f")->change.new_type.has_value());
+  CHECK(find(v, "f")->change.before.value().type == FileType::Regular);
+  CHECK(find(v, "f")->change.before.value().size == 4);
+  CHECK_FALSE(find(v, "f")->change.after.has_value());
   EXPECT_CHANGE(v, "s", ChangeKind::Deleted);
-  CHECK(find(v, "s")->change.old_link == "f");
+  CHECK(find(v, "s")->change.before.value().link == "f");
   for (const char* p : {"x", "x/y", "x/z", "x/z/w"}) EXPECT_CHANGE(v, p, ChangeKind::Deleted);
-  CHECK(find(v, "x")->change.old_type == FileType::Directory);
+  CHECK(find(v, "x")->change.before.value().type == FileType::Directory);
   CHECK(index_of(v, "x/z/w") < index_of(v, "x/z"));
   CHECK(index_of(v, "x/z") < index_of(v, "x"));
   CHECK(index_of(v, "x/y") < index_of(v, "x"));
@@ -238,15 +238,15 @@ TEST_CASE("changeset: type changes between file, directory and symlink") {
     const auto* c = find(v, p);
     REQUIRE_MESSAGE(c != nullptr, p);
     CHECK(c->change.kind == ChangeKind::TypeChanged);
-    CHECK(c->change.old_type == from);
-    CHECK(c->change.new_type == to);
+    CHECK(c->change.before.value().type == from);
+    CHECK(c->change.after.value().type == to);
   };
   check_type("f2d", FileType::Regular, FileType::Directory);
   check_type("d2f", FileType::Directory, FileType::Regular);
   check_type("s2f", FileType::Symlink, FileType::Regular);
   check_type("f2s", FileType::Regular, FileType::Symlink);
-  CHECK(find(v, "s2f")->change.old_link == "f2d");
-  CHECK(find(v, "f2s")->change.new_link == "elsewhere");
+  CHECK(find(v, "s2f")->change.before.value().link == "f2d");
+  CHECK(find(v, "f2s")->change.after.value().link == "elsewhere");
   EXPECT_CHANGE(v, "f2d/inner", ChangeKind::Added);
   EXPECT_CHANGE(v, "d2f/child", ChangeKind::Deleted);
   CHECK(index_of(v, "f2d") < index_of(v, "f2d/inner"));
@@ -266,12 +266,12 @@ TEST_CASE("changeset: symlinks out of the tree are reported, never followed") {
   auto v = l.scan();
   REQUIRE_MESSAGE(v.size() == 4, dump(v));
   EXPECT_CHANGE(v, "abs", ChangeKind::Added);
-  CHECK(find(v, "abs")->change.new_type == FileType::Symlink);
-  CHECK(find(v, "abs")->change.new_link == "/etc/passwd");
-  CHECK(find(v, "abs")->change.new_size == 11);
+  CHECK(find(v, "abs")->change.after.value().type == FileType::Symlink);
+  CHECK(find(v, "abs")->change.after.value().link == "/etc/passwd");
+  CHECK(find(v, "abs")->change.after.value().size == 11);
   EXPECT_CHANGE(v, "rel", ChangeKind::Added);
   EXPECT_CHANGE(v, "d", ChangeKind::TypeChanged);
-  CHECK(find(v, "d")->change.new_link == "/etc");
+  CHECK(find(v, "d")->change.after.value().link == "/etc");
   EXPECT_CHANGE(v, "d/x", ChangeKind::Deleted);
   for (const auto& c : v) CHECK(c.change.path.find("passwd") == std::string::npos);
 }
@@ -288,11 +288,15 @@ TEST_CASE("changeset: a chmod alone is mode_changed") {
   auto v = l.scan();
   REQUIRE_MESSAGE(v.size() == 2, dump(v));
   EXPECT_CHANGE(v, "f", ChangeKind::ModeChanged);
-  CHECK(find(v, "f")->change.old_mode == 0644U);
-  CHECK(find(v, "f")->change.new_mode == 0600U);
-  CHECK(find(v, "f")->change.new_size == 7);
+  const ScannedChange* f = find(v, "f");
+  REQUIRE(f != nullptr);
+  CHECK(f->change.before.value().mode == 0644U);
+  CHECK(f->change.after.value().mode == 0600U);
+  CHECK(f->change.after.value().size == 7);
   EXPECT_CHANGE(v, "d", ChangeKind::ModeChanged);
-  CHECK(find(v, "d")->change.new_mode == 0700U);
+  const ScannedChange* d = find(v, "d");
+  REQUIRE(d != nullptr);
+  CHECK(d->change.after.value().mode == 0700U);
 }
 
 TEST_CASE("changeset: a copy-up that changed nothing is not reported") {
@@ -340,13 +344,13 @@ TEST_CASE("changeset: hard links, FIFOs and sockets") {
   CHECK(find(v, "c")->new_nlink == 2);  // linked to the copied-up, unchanged lowerfile
   CHECK(find(v, "lowerfile") == nullptr);
   EXPECT_CHANGE(v, "fifo", ChangeKind::Added);
-  CHECK(find(v, "fifo")->change.new_type == FileType::Fifo);
-  CHECK(find(v, "fifo")->change.new_mode == 0640U);
-  CHECK_FALSE(find(v, "fifo")->change.new_size.has_value());
+  CHECK(find(v, "fifo")->change.after.value().type == FileType::Fifo);
+  CHECK(find(v, "fifo")->change.after.value().mode == 0640U);
+  CHECK_FALSE(find(v, "fifo")->change.after.value().size.has_value());
   EXPECT_CHANGE(v, "sock", ChangeKind::Added);
-  CHECK(find(v, "sock")->change.new_type == FileType::Socket);
+  CHECK(find(v, "sock")->change.after.value().type == FileType::Socket);
   EXPECT_CHANGE(v, "oldfifo", ChangeKind::Deleted);
-  CHECK(find(v, "oldfifo")->change.old_type == FileType::Fifo);
+  CHECK(find(v, "oldfifo")->change.before.value().type == FileType::Fifo);
 }
 
 TEST_CASE("changeset: names are arbitrary bytes") {
@@ -390,7 +394,9 @@ TEST_CASE("changeset: a 1 GiB sparse file is compared without reading its holes"
   auto took = std::chrono::steady_clock::now() - start;
   REQUIRE_MESSAGE(v.size() == 1, dump(v));
   EXPECT_CHANGE(v, "big-changed", ChangeKind::Modified);
-  CHECK(find(v, "big-changed")->change.new_size == k_gib);
+  const ScannedChange* big = find(v, "big-changed");
+  REQUIRE(big != nullptr);
+  CHECK(big->change.after.value().size == k_gib);
   CHECK(took < std::chrono::seconds(2));
 }
 
@@ -470,8 +476,8 @@ TEST_CASE("changeset: xattrs of both sides and inode labels of the lower side") 
   auto v = l.scan();
   const ScannedChange* f = find(v, "f");
   REQUIRE(f != nullptr);
-  auto old_x = zb::store::decode_xattrs(f->change.old_xattrs.value_or("?"));
-  auto new_x = zb::store::decode_xattrs(f->change.new_xattrs.value_or("?"));
+  auto old_x = zb::store::decode_xattrs(f->change.before.value().xattrs.value_or("?"));
+  auto new_x = zb::store::decode_xattrs(f->change.after.value().xattrs.value_or("?"));
   REQUIRE(old_x.has_value());
   REQUIRE(new_x.has_value());
   CHECK(*old_x == zb::util::Xattrs{{"user.a", "1"}});
@@ -481,7 +487,7 @@ TEST_CASE("changeset: xattrs of both sides and inode labels of the lower side") 
   const ScannedChange* h2 = find(v, "h2");
   REQUIRE(h1 != nullptr);
   REQUIRE(h2 != nullptr);
-  REQUIRE(h1->change.old_inode.has_value());
-  CHECK(h1->change.old_inode == h2->change.old_inode);
-  CHECK_FALSE(f->change.old_inode.has_value());
+  REQUIRE(h1->change.before.value().inode.has_value());
+  CHECK(h1->change.before.value().inode == h2->change.before.value().inode);
+  CHECK_FALSE(f->change.before.value().inode.has_value());
 }

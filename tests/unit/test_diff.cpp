@@ -19,6 +19,7 @@
 using namespace zb::snapshot;
 using zb::store::Change;
 using zb::store::ChangeKind;
+using zb::store::FileMeta;
 using zb::store::FileType;
 using zb::store::Store;
 using zb::test::TempDir;
@@ -77,29 +78,21 @@ Change file_change(ChangeKind kind, const std::string& path, std::optional<std::
   Change c;
   c.kind = kind;
   c.path = path;
-  if (kind != ChangeKind::Added) {
-    c.old_type = FileType::Regular;
-    c.old_mode = old_mode;
-    c.old_blob = std::move(old_blob);
-  }
-  if (kind != ChangeKind::Deleted) {
-    c.new_type = FileType::Regular;
-    c.new_mode = new_mode;
-    c.new_blob = std::move(new_blob);
-  }
+  if (kind != ChangeKind::Added) c.before = FileMeta{.type = FileType::Regular, .mode = old_mode, .blob = std::move(old_blob)};
+  if (kind != ChangeKind::Deleted) c.after = FileMeta{.type = FileType::Regular, .mode = new_mode, .blob = std::move(new_blob)};
   return c;
 }
 
 Change modified(Fixture& fx, const std::string& path, const std::string& before, const std::string& after) {
   Change c = file_change(ChangeKind::Modified, path, fx.blob(before), fx.blob(after));
-  c.old_size = static_cast<std::int64_t>(before.size());
-  c.new_size = static_cast<std::int64_t>(after.size());
+  c.before->size = static_cast<std::int64_t>(before.size());
+  c.after->size = static_cast<std::int64_t>(after.size());
   return c;
 }
 
 Change added(Fixture& fx, const std::string& path, const std::string& content, std::uint32_t mode = 0644) {
   Change c = file_change(ChangeKind::Added, path, std::nullopt, fx.blob(content), 0, mode);
-  c.new_size = static_cast<std::int64_t>(content.size());
+  c.after->size = static_cast<std::int64_t>(content.size());
   return c;
 }
 
@@ -261,10 +254,10 @@ TEST_CASE("diff: mode change") {
   CHECK(fx.render({c}, DiffFormat::NameStatus) == "M\trun.sh\n");
 
   SUBCASE("owner only") {
-    c.new_mode = 0644;
-    c.old_uid = c.old_gid = 1000;
-    c.new_uid = 0;
-    c.new_gid = 1000;
+    c.after->mode = 0644;
+    c.before->uid = c.before->gid = 1000;
+    c.after->uid = 0;
+    c.after->gid = 1000;
     CHECK(fx.render({c}) ==
           "diff --git a/run.sh b/run.sh\n"
           "old owner 1000:1000\n"
@@ -272,8 +265,8 @@ TEST_CASE("diff: mode change") {
   }
   SUBCASE("modified with a mode change shows both") {
     c.kind = ChangeKind::Modified;
-    c.new_blob = fx.blob("#!/bin/bash\n");
-    c.new_mode = 0700;
+    c.after->blob = fx.blob("#!/bin/bash\n");
+    c.after->mode = 0700;
     CHECK(fx.render({c}) ==
           "diff --git a/run.sh b/run.sh\n"
           "old mode 100644\n"
@@ -291,10 +284,9 @@ TEST_CASE("diff: symlinks diff their targets") {
   Change c;
   c.kind = ChangeKind::Modified;
   c.path = in_cwd("link");
-  c.old_type = c.new_type = FileType::Symlink;
-  c.old_mode = c.new_mode = 0777;
-  c.old_link = "target-a";
-  c.new_link = "target-b";
+  c.before = c.after = FileMeta{.type = FileType::Symlink, .mode = 0777};
+  c.before->link = "target-a";
+  c.after->link = "target-b";
   CHECK(fx.render({c}) ==
         "diff --git a/link b/link\n"
         "--- a/link\n"
@@ -311,14 +303,8 @@ TEST_CASE("diff: type change is a deletion then an addition") {
   Change c;
   c.kind = ChangeKind::TypeChanged;
   c.path = in_cwd("p");
-  c.old_type = FileType::Regular;
-  c.old_mode = 0644;
-  c.old_blob = fx.blob("content\n");
-  c.old_size = 8;
-  c.new_type = FileType::Symlink;
-  c.new_mode = 0777;
-  c.new_link = "dest";
-  c.new_size = 4;
+  c.before = FileMeta{.type = FileType::Regular, .mode = 0644, .size = 8, .blob = fx.blob("content\n")};
+  c.after = FileMeta{.type = FileType::Symlink, .mode = 0777, .size = 4, .link = "dest"};
   CHECK(fx.render({c}) ==
         "diff --git a/p b/p\n"
         "deleted file mode 100644\n"
@@ -342,13 +328,11 @@ TEST_CASE("diff: directories and special files are header lines only") {
   Change dir;
   dir.kind = ChangeKind::Added;
   dir.path = in_cwd("d");
-  dir.new_type = FileType::Directory;
-  dir.new_mode = 0755;
+  dir.after = FileMeta{.type = FileType::Directory, .mode = 0755};
   Change fifo;
   fifo.kind = ChangeKind::Deleted;
   fifo.path = in_cwd("d/pipe");
-  fifo.old_type = FileType::Fifo;
-  fifo.old_mode = 0600;
+  fifo.before = FileMeta{.type = FileType::Fifo, .mode = 0600};
   CHECK(fx.render({dir, fifo}) ==
         "diff --git a/d b/d\n"
         "new file mode 040755\n"
@@ -391,7 +375,7 @@ TEST_CASE("diff: binary files") {
   }
   SUBCASE("a blob the store does not have") {
     Change d = modified(fx, in_cwd("gone"), "x\n", "y\n");
-    d.old_blob = std::string(32, '0');
+    d.before->blob = std::string(32, '0');
     CHECK(fx.render({d}) ==
           "diff --git a/gone b/gone\n"
           "Files a/gone and b/gone differ (contents not kept)\n");
@@ -451,13 +435,13 @@ TEST_CASE("diff: name-status and json of odd names") {
   Change odd;
   odd.kind = ChangeKind::Deleted;
   odd.path = "/t/\xff";  // base64 L3Qv/w==
-  odd.old_type = FileType::Symlink;
-  odd.old_mode = 0777;
-  odd.old_size = 2;
-  odd.old_link = "\xfe\x80";  // base64 /oA=
-  odd.old_mtime_ns = 123;
-  odd.old_uid = 1000;
-  odd.old_gid = 100;
+  odd.before = FileMeta{.type = FileType::Symlink,
+                        .mode = 0777,
+                        .size = 2,
+                        .mtime_ns = 123,
+                        .uid = 1000,
+                        .gid = 100,
+                        .link = "\xfe\x80"};  // base64 /oA=
   o.format = DiffFormat::Json;
   o.session_id = "0123456789abcdef0123456789abcdef";
   CHECK(fx.render({odd, c}, o) ==
@@ -475,8 +459,7 @@ TEST_CASE("diff: name-status and json of odd names") {
     Change u;
     u.kind = ChangeKind::Added;
     u.path = "/t/caf\xc3\xa9\n";
-    u.new_type = FileType::Symlink;
-    u.new_link = "\xc3\xa9";
+    u.after = FileMeta{.type = FileType::Symlink, .link = "\xc3\xa9"};
     std::string out = fx.render({u}, o);
     CHECK(out.find("\"path\":\"/t/caf\xc3\xa9\\n\"") != std::string::npos);
     CHECK(out.find("\"new_link\":\"\xc3\xa9\"") != std::string::npos);
@@ -563,9 +546,7 @@ TEST_CASE("diff: contents reach a terminal with their control characters visible
   Change link;
   link.kind = ChangeKind::Added;
   link.path = in_cwd("link");
-  link.new_type = FileType::Symlink;
-  link.new_mode = 0777;
-  link.new_link = "x\ry";
+  link.after = FileMeta{.type = FileType::Symlink, .mode = 0777, .link = "x\ry"};
   DiffOptions o;
   o.visible_controls = true;
   CHECK(fx.render({c, link}, o) ==
@@ -598,7 +579,7 @@ TEST_CASE("diff: contents reach a terminal with their control characters visible
   o.visible_controls = true;  // --json never goes through it
   o.session_id = "0123456789abcdef0123456789abcdef";
   Change evil_link = link;
-  evil_link.new_link = "a\x1b]b";
+  evil_link.after->link = "a\x1b]b";
   CHECK(fx.render({evil_link}, o).find("\"new_link\":\"a\\u001b]b\"") != std::string::npos);
 }
 
@@ -635,9 +616,7 @@ TEST_CASE("diff: --json escapes DEL and C1 as \\u00XX, keeping the same value") 
   Change c;
   c.kind = ChangeKind::Added;
   c.path = "/t/d\x7f\xc2\x9b";
-  c.new_type = FileType::Symlink;
-  c.new_mode = 0777;
-  c.new_link = "\x1b\xc2\x85";
+  c.after = FileMeta{.type = FileType::Symlink, .mode = 0777, .link = "\x1b\xc2\x85"};
   DiffOptions o;
   o.format = DiffFormat::Json;
   o.session_id = "0123456789abcdef0123456789abcdef";

@@ -282,26 +282,23 @@ TEST_CASE("Store changes round trip, with a path that is not UTF-8 and has a new
   Change c1;
   c1.path = std::string("/home/u/proj/we\nird\xff\x80", 18);
   c1.kind = ChangeKind::Added;
-  c1.new_type = FileType::Regular;
-  c1.new_mode = 0644;
-  c1.new_size = 12;
-  c1.new_mtime_ns = 1'700'000'000'123'456'789;
-  c1.new_uid = 1000;
-  c1.new_gid = 4294967294u;
-  c1.new_blob = std::string(32, 'a');
+  c1.after = FileMeta{.type = FileType::Regular,
+                      .mode = 0644,
+                      .size = 12,
+                      .mtime_ns = 1'700'000'000'123'456'789,
+                      .uid = 1000,
+                      .gid = 4294967294u,
+                      .blob = std::string(32, 'a')};
   Change c2;
   c2.path = "/home/u/proj/link";
   c2.kind = ChangeKind::TypeChanged;
-  c2.old_type = FileType::Directory;
-  c2.new_type = FileType::Symlink;
-  c2.old_mode = 0755;
-  c2.new_link = std::string("tar\0get", 7);
-  c2.old_link = "";
+  c2.before = FileMeta{.type = FileType::Directory, .mode = 0755, .link = ""};
+  c2.after = FileMeta{.type = FileType::Symlink, .link = std::string("tar\0get", 7)};
   REQUIRE(s.add_changes(a.id, {c1, c2}).has_value());
   Change c3;
   c3.path = "/home/u/proj/gone";
   c3.kind = ChangeKind::Deleted;
-  c3.old_type = FileType::Fifo;
+  c3.before = FileMeta{.type = FileType::Fifo};
   REQUIRE(s.add_changes(a.id, {c3}).has_value());
 
   auto got = s.changes(a.id);
@@ -313,7 +310,7 @@ TEST_CASE("Store changes round trip, with a path that is not UTF-8 and has a new
   CHECK((*got)[0] == c1);
   CHECK((*got)[1] == c2);
   CHECK((*got)[2] == c3);
-  CHECK((*got)[1].old_link.has_value());  // empty, not NULL
+  CHECK((*got)[1].before.value().link.has_value());  // empty, not NULL
 
   CHECK_FALSE(s.add_changes("0123456789abcdef0123456789abcdef", {c1}).has_value());
   CHECK(s.changes("0123456789abcdef0123456789abcdef")->empty());
@@ -447,13 +444,13 @@ TEST_CASE("Store::remove_session releases its blobs and deletes its directory") 
   Change c;
   c.path = "/p";
   c.kind = ChangeKind::Modified;
-  c.old_blob = shared.hash;
-  c.new_blob = own.hash;
+  c.before = FileMeta{.type = FileType::Regular, .blob = shared.hash};
+  c.after = FileMeta{.type = FileType::Regular, .blob = own.hash};
   REQUIRE(s.add_changes(a.id, {c}).has_value());
   Change d;
   d.path = "/q";
   d.kind = ChangeKind::Deleted;
-  d.old_blob = shared2.hash;
+  d.before = FileMeta{.type = FileType::Regular, .blob = shared2.hash};
   REQUIRE(s.add_changes(b.id, {d}).has_value());
   // Leave something awkward in the upper layer: a read-only directory with a file.
   zb::test::mkdirs(s.session_dir(a.id) + "/upper/0/ro");
