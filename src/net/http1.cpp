@@ -92,6 +92,12 @@ bool parse_fields(std::string_view block, std::vector<Field>& out, std::string& 
     std::size_t end = block.find("\r\n");
     std::string_view line = block.substr(0, end);
     block.remove_prefix(end == std::string_view::npos ? block.size() : end + 2);
+    // An empty line ends a head, so inside the field block it means the caller passed
+    // more than one head (read_head never does).
+    if (line.empty()) {
+      why = "empty line in the header block";
+      return false;
+    }
     if (line.front() == ' ' || line.front() == '\t') {
       why = "obsolete line folding in the header block";
       return false;

@@ -126,6 +126,17 @@ TEST_CASE("http1: malformed request heads are refused with the reason") {
   CHECK(request("GET http://h/ HTTP/1.1\r\nX: a\tb").ok);
 }
 
+TEST_CASE("http1: an empty line inside the field block is refused") {
+  Parsed p = request("GET http://h/ HTTP/1.1\r\nHost: h\r\n\r\nX: y");
+  CHECK_FALSE(p.ok);
+  CHECK(p.why == "empty line in the header block");
+  p = request("GET http://h/ HTTP/1.1\r\n\r\n");
+  CHECK_FALSE(p.ok);
+  CHECK(p.why == "empty line in the header block");
+  // The line ending of the last field is not an empty line.
+  CHECK(request("GET http://h/ HTTP/1.1\r\nHost: h\r\n").ok);
+}
+
 TEST_CASE("http1: status lines") {
   Parsed p = response("HTTP/1.1 404 Not Found\r\nContent-Length: 3");
   REQUIRE_MESSAGE(p.ok, p.why);
