@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use zerobox::{Json, Sandbox, SessionState, SnapshotMode};
+use zerobox::{DiffOptions, ForceOptions, Json, Sandbox, SessionState, SnapshotMode};
 
 /// What the fake model answers to the user's request: a tool call, as JSON, as a model
 /// API would return it. The command adds a file, edits one, and (being a model) also
@@ -105,7 +105,7 @@ fn run() -> Result<(), String> {
     expect(!work.join("greet.py").exists(), "greet.py landed before review")?;
 
     let snaps = sandbox.snapshots();
-    let diff = snaps.diff(&session.id).map_err(|e| e.to_string())?;
+    let diff = snaps.diff(&session.id, DiffOptions::default()).map_err(|e| e.to_string())?;
     println!("\nstructured diff (Snapshots::diff):");
     for c in &diff.changes {
         let rel = c.path.strip_prefix(&work).unwrap_or(&c.path);
@@ -123,7 +123,7 @@ fn run() -> Result<(), String> {
 
     // The reviewer here is a rule (every change stays in the project); a real agent
     // would show the diff to a person.
-    snaps.accept(&session.id).map_err(|e| e.to_string())?;
+    snaps.accept(&session.id, ForceOptions::default()).map_err(|e| e.to_string())?;
     let state = snaps.show(&session.id).map_err(|e| e.to_string())?.state;
     println!("\naccepted; session is now {state}");
     let landed = std::fs::read_to_string(work.join("greet.py")).map_err(|e| format!("greet.py: {e}"))?;

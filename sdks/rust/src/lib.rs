@@ -6,7 +6,7 @@
 //!
 //! ```no_run
 //! use std::time::Duration;
-//! use zerobox::{Error, Sandbox, SnapshotMode};
+//! use zerobox::{DiffOptions, Error, ForceOptions, Sandbox, SnapshotMode};
 //!
 //! let sb = Sandbox::new().allow_write(["/var/tmp/out"]).env("A", "1");
 //! let out = sb.run("sh", ["-c", "echo hi; exit 3"])?;
@@ -26,10 +26,10 @@
 //!     .host_env("ZEROBOX_HOME", "/var/tmp/store");
 //! let out = sb.run("make", ["-s"])?;
 //! let id = out.session.expect("review runs create a session").id;
-//! for change in sb.snapshots().diff(&id)?.changes {
+//! for change in sb.snapshots().diff(&id, DiffOptions::default())?.changes {
 //!     println!("{} {}", change.kind.as_str(), change.path.display());
 //! }
-//! sb.snapshots().accept(&id)?;
+//! sb.snapshots().accept(&id, ForceOptions::default())?;
 //!
 //! // zerobox failing to set up is an error; the command's own 125 is not.
 //! match Sandbox::new().allow_write(["/nonexistent/x/y"]).command("true").run() {
@@ -60,7 +60,7 @@ pub use error::{Error, ErrorKind};
 pub use json::Json;
 pub use process::{Killer, Output, Process, Session, SessionState};
 pub use sandbox::{Command, Sandbox, SnapshotMode};
-pub use snapshots::{Change, ChangeKind, Diff, SessionRecord, Snapshots};
+pub use snapshots::{Change, ChangeKind, Diff, DiffOptions, ForceOptions, SessionRecord, Snapshots};
 
 #[cfg(test)]
 mod tests {

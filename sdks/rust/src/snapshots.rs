@@ -9,6 +9,20 @@ use crate::error::{io_error, Error};
 use crate::json::Json;
 use crate::process::SessionState;
 
+/// Options of [`Snapshots::accept`] and [`Snapshots::restore`]; `Default` is no force.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ForceOptions {
+    /// Apply over targets that changed since the session recorded them (`--force`).
+    pub force: bool,
+}
+
+/// Options of [`Snapshots::diff`]; `Default` is every change of the session.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DiffOptions {
+    /// Only the changes at or below one of these paths (`-- PATH…`); empty: all.
+    pub paths: Vec<PathBuf>,
+}
+
 /// Runs `zerobox snapshot` subcommands against one store.
 ///
 /// The store is `$ZEROBOX_HOME` (else `$XDG_STATE_HOME/zerobox`, else
@@ -21,10 +35,10 @@ use crate::process::SessionState;
 ///
 /// ```no_run
 /// let snaps = zerobox::Snapshots::new().home("/var/tmp/zerobox-store");
-/// for change in snaps.diff("last")?.changes {
+/// for change in snaps.diff("last", zerobox::DiffOptions::default())?.changes {
 ///     println!("{:?} {}", change.kind, change.path.display());
 /// }
-/// snaps.accept("last")?;
+/// snaps.accept("last", zerobox::ForceOptions::default())?;
 /// # Ok::<(), zerobox::Error>(())
 /// ```
 #[derive(Debug, Clone, Default)]
@@ -204,22 +218,21 @@ impl Snapshots {
         SessionRecord::from_json(&self.run_json(&["show".as_ref(), id.as_ref(), "--json".as_ref()])?)
     }
 
-    /// The session's changes, structured.
-    pub fn diff(&self, id: &str) -> Result<Diff, Error> {
-        self.diff_paths(id, std::iter::empty::<&Path>())
-    }
-
-    /// The session's changes at or below `paths`.
-    pub fn diff_paths<I, P>(&self, id: &str, paths: I) -> Result<Diff, Error>
-    where
-        I: IntoIterator<Item = P>,
-        P: AsRef<Path>,
-    {
-        let paths: Vec<PathBuf> = paths.into_iter().map(|p| p.as_ref().to_path_buf()).collect();
+    /// The session's changes, structured; with `options.paths`, only those at or below
+    /// one of them.
+    ///
+    /// ```no_run
+    /// use zerobox::{DiffOptions, Snapshots};
+    /// let snaps = Snapshots::new();
+    /// let all = snaps.diff("last", DiffOptions::default())?;
+    /// let src = snaps.diff("last", DiffOptions { paths: vec!["/src".into()] })?;
+    /// # Ok::<(), zerobox::Error>(())
+    /// ```
+    pub fn diff(&self, id: &str, options: DiffOptions) -> Result<Diff, Error> {
         let mut args: Vec<&OsStr> = vec!["diff".as_ref(), id.as_ref(), "--json".as_ref()];
-        if !paths.is_empty() {
+        if !options.paths.is_empty() {
             args.push("--".as_ref());
-            args.extend(paths.iter().map(|p| p.as_os_str()));
+            args.extend(options.paths.iter().map(|p| p.as_os_str()));
         }
         Diff::from_json(&self.run_json(&args)?)
     }
@@ -231,15 +244,10 @@ impl Snapshots {
     }
 
     /// Applies a pending session. Refused, changing nothing, if a target changed since
-    /// the session recorded it.
-    pub fn accept(&self, id: &str) -> Result<(), Error> {
-        self.run(&["accept".as_ref(), id.as_ref()]).map(drop)
-    }
-
-    /// Applies a pending session even over conflicting changes (`--force`); a later
-    /// restore returns the files to what they were just before.
-    pub fn accept_force(&self, id: &str) -> Result<(), Error> {
-        self.run(&["accept".as_ref(), id.as_ref(), "--force".as_ref()]).map(drop)
+    /// the session recorded it; with `options.force` (`--force`) applied over such
+    /// changes, and a later restore returns the files to what they were just before.
+    pub fn accept(&self, id: &str, options: ForceOptions) -> Result<(), Error> {
+        self.run_forced("accept", id, options)
     }
 
     /// Drops a pending session; its diff stays available.
@@ -248,14 +256,18 @@ impl Snapshots {
     }
 
     /// Puts the files an accepted session changed back to its baseline. Refused if a
-    /// target changed since. The restore is itself a session, so it can be undone.
-    pub fn restore(&self, id: &str) -> Result<(), Error> {
-        self.run(&["restore".as_ref(), id.as_ref()]).map(drop)
+    /// target changed since, unless `options.force` (`--force`). The restore is itself a
+    /// session, so it can be undone.
+    pub fn restore(&self, id: &str, options: ForceOptions) -> Result<(), Error> {
+        self.run_forced("restore", id, options)
     }
 
-    /// Restores even over conflicting changes (`--force`).
-    pub fn restore_force(&self, id: &str) -> Result<(), Error> {
-        self.run(&["restore".as_ref(), id.as_ref(), "--force".as_ref()]).map(drop)
+    fn run_forced(&self, verb: &str, id: &str, options: ForceOptions) -> Result<(), Error> {
+        let mut args: Vec<&OsStr> = vec![verb.as_ref(), id.as_ref()];
+        if options.force {
+            args.push("--force".as_ref());
+        }
+        self.run(&args).map(drop)
     }
 
     /// Removes sessions older than `days` days and their blobs; `running` and

@@ -3,7 +3,7 @@
 mod common;
 
 use common::TempDir;
-use zerobox::{ChangeKind, Error, SessionState, SnapshotMode, Snapshots};
+use zerobox::{ChangeKind, DiffOptions, Error, ForceOptions, SessionState, SnapshotMode, Snapshots};
 
 #[test]
 fn review_diff_accept_restore() {
@@ -26,14 +26,14 @@ fn review_diff_accept_restore() {
     assert!(!new.exists());
 
     let snaps = sb.snapshots();
-    let diff = snaps.diff(&session.id).unwrap();
+    let diff = snaps.diff(&session.id, DiffOptions::default()).unwrap();
     assert_eq!(diff.session, session.id);
     let kinds: Vec<_> = diff.changes.iter().map(|c| (c.path.clone(), c.kind.clone())).collect();
     assert_eq!(kinds, [(old.clone(), ChangeKind::Modified), (new.clone(), ChangeKind::Added)]);
     let added = &diff.changes[1];
     assert_eq!((added.old_size, added.new_size), (None, Some(6)));
     assert_eq!(added.new_type.as_deref(), Some("file"));
-    let only_new = snaps.diff_paths(&session.id, [&new]).unwrap();
+    let only_new = snaps.diff(&session.id, DiffOptions { paths: vec![new.clone()] }).unwrap();
     assert_eq!(only_new.changes.len(), 1);
     assert!(snaps.diff_text(&session.id).unwrap().contains("+after"));
 
@@ -44,16 +44,16 @@ fn review_diff_accept_restore() {
     assert_eq!(shown.command, ["sh", "-c", "echo after > file.txt; echo hello > new.txt"]);
     assert_eq!(shown.cwd.as_deref(), Some(work.as_path()));
 
-    snaps.accept(&session.id).unwrap();
+    snaps.accept(&session.id, ForceOptions::default()).unwrap();
     assert_eq!(std::fs::read_to_string(&old).unwrap(), "after\n");
     assert_eq!(std::fs::read_to_string(&new).unwrap(), "hello\n");
     assert_eq!(snaps.show(&session.id).unwrap().state, SessionState::Accepted);
 
-    snaps.restore(&session.id).unwrap();
+    snaps.restore(&session.id, ForceOptions::default()).unwrap();
     assert_eq!(std::fs::read_to_string(&old).unwrap(), "before\n");
     assert!(!new.exists());
     // Restoring twice is refused, with zerobox's message.
-    match snaps.restore(&session.id) {
+    match snaps.restore(&session.id, ForceOptions::default()) {
         Err(Error::Snapshot { message, exit_code, .. }) => {
             assert_eq!(exit_code, Some(1));
             assert!(message.contains("zerobox: error:"), "{message}");
@@ -83,7 +83,7 @@ fn snapshot_and_restore_modes() {
     let session = out.unwrap().session.unwrap();
     assert_eq!(session.state, SessionState::Accepted);
     assert!(f.exists());
-    base.snapshots().restore(&session.id).unwrap();
+    base.snapshots().restore(&session.id, ForceOptions::default()).unwrap();
     assert!(!f.exists());
 }
 
@@ -103,7 +103,7 @@ fn excludes_are_applied_directly() {
     assert!(work.join("run.log").exists());
     assert!(work.join("build/o").exists());
     assert!(!work.join("kept").exists());
-    let diff = sb.snapshots().diff(&session.id).unwrap();
+    let diff = sb.snapshots().diff(&session.id, DiffOptions::default()).unwrap();
     let paths: Vec<_> = diff.changes.iter().map(|c| c.path.clone()).collect();
     assert_eq!(paths, [work.join("kept")]);
 }
@@ -121,8 +121,8 @@ fn discard_and_unknown_ids() {
     assert!(!work.join("n").exists());
     assert_eq!(snaps.show(&id).unwrap().state, SessionState::Discarded);
     // The diff stays available.
-    assert_eq!(snaps.diff(&id).unwrap().changes.len(), 1);
-    assert!(matches!(snaps.accept(&id), Err(Error::Snapshot { .. })));
+    assert_eq!(snaps.diff(&id, DiffOptions::default()).unwrap().changes.len(), 1);
+    assert!(matches!(snaps.accept(&id, ForceOptions::default()), Err(Error::Snapshot { .. })));
     match snaps.show("ffffffffffffffff") {
         Err(Error::Snapshot { message, .. }) => assert!(message.contains("no session matches"), "{message}"),
         other => panic!("expected an unknown id, got {other:?}"),
@@ -144,12 +144,12 @@ fn forced_accept_over_a_conflict() {
     let id = sb.run("sh", ["-c", "echo v2 > f"]).unwrap().session.unwrap().id;
     std::fs::write(&f, "host edit\n").unwrap();
     let snaps = sb.snapshots();
-    assert!(matches!(snaps.accept(&id), Err(Error::Snapshot { .. })));
+    assert!(matches!(snaps.accept(&id, ForceOptions::default()), Err(Error::Snapshot { .. })));
     assert_eq!(std::fs::read_to_string(&f).unwrap(), "host edit\n");
-    snaps.accept_force(&id).unwrap();
+    snaps.accept(&id, ForceOptions { force: true }).unwrap();
     assert_eq!(std::fs::read_to_string(&f).unwrap(), "v2\n");
     std::fs::write(&f, "later\n").unwrap();
-    assert!(matches!(snaps.restore(&id), Err(Error::Snapshot { .. })));
-    snaps.restore_force(&id).unwrap();
+    assert!(matches!(snaps.restore(&id, ForceOptions::default()), Err(Error::Snapshot { .. })));
+    snaps.restore(&id, ForceOptions { force: true }).unwrap();
     assert_eq!(std::fs::read_to_string(&f).unwrap(), "host edit\n");
 }
