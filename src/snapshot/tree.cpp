@@ -39,6 +39,11 @@ Result<Tree::Split> Tree::split(const std::string& p) const {
   s.root = *r;
   s.dir = slash == std::string::npos ? "" : rel.substr(0, slash);
   s.name = slash == std::string::npos ? rel : rel.substr(slash + 1);
+  // The last name is used with the parent's fd as it is, so `..` there would name the
+  // directory above the parent, and above the root when the parent is the root.
+  if (s.name.empty() || s.name == "." || s.name == "..") {
+    return fail("journal: " + log::quote(p) + " does not end in a name", EXDEV);
+  }
   return s;
 }
 

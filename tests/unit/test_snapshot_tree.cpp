@@ -181,3 +181,14 @@ TEST_CASE("snapshot::Tree refuses '..' that leaves the root") {
   REQUIRE(p);
   CHECK(ino_at(p->fd, p->name) == ino_of(l.root + "/a/b/file"));
 }
+
+TEST_CASE("snapshot::Tree refuses a path whose last name is '..', '.' or empty") {
+  Layout l;
+  Tree tree({l.root});
+  CHECK(err_of(tree.parent(l.root + "/..")) == EXDEV);
+  CHECK(err_of(tree.parent(l.root + "/a/..")) == EXDEV);
+  CHECK(err_of(tree.open_dir(l.root + "/..")) == EXDEV);
+  CHECK(err_of(tree.open_parent(l.root + "/a/b/..")) == EXDEV);
+  CHECK(err_of(tree.parent(l.root + "/a/.")) == EXDEV);
+  CHECK(err_of(tree.parent(l.root + "/a/")) == EXDEV);
+}
