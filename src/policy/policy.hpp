@@ -24,6 +24,9 @@ struct Caller {
   std::map<std::string, std::string> env;
 };
 
+// The caller of this process: `environ` ("K=V" strings; one without '=' is skipped) as a
+// map, the working directory (getcwd; "/" when it cannot be read), the home ($HOME; "/"
+// when unset or empty) and the real uid and gid. Reads nothing else; never fails.
 Caller current_caller(const std::vector<std::string>& environ);
 
 // Checks the policy against the machine and rewrites every path to its canonical
@@ -37,11 +40,11 @@ const std::vector<std::string>& protected_read_paths();
 // System paths that stay readable under --allow-read.
 const std::vector<std::string>& system_read_paths();
 
-// The filesystem view, in absolute canonical host paths.
 // Filtered mode: the port zerobox's proxy listens on inside the sandbox's network
 // namespace (a fresh one, so nothing else can hold it).
 inline constexpr unsigned short k_proxy_port = 3128;
 
+// The filesystem view, in absolute canonical host paths.
 struct FsRules {
   bool read_restricted = false;
   std::vector<std::string> readable;      // roots to expose when read_restricted
@@ -88,6 +91,12 @@ struct FsRules {
   std::string command_path;             // the same as PATH found it (for execve)
 };
 
+// The filesystem view of a policy. Precondition: finalize(p, caller) succeeded (every
+// path in p is canonical and absolute). Reads the host (stat, directory listings of the
+// writable roots, glob, /proc/net/unix) and writes nothing; never fails: a path that
+// cannot be looked at is left out. Every list in the result is canonical and sorted;
+// deny lists win over allow lists, and protected paths (unless --no-protect) and
+// zerobox's profile directories are never writable. fs_rules.cpp, one step a function.
 FsRules compute_fs(const zerobox::Policy& p, const Caller& caller);
 
 // Adds `dir` (zerobox's store) to fs.masked where the view shows it. Under --allow-read a
