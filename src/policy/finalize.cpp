@@ -68,7 +68,7 @@ Result<void> canonical_list(std::vector<std::string>& list, const char* flag, co
 // parent exists or not: `--allow-write=.,dest/.git` is how `git clone URL dest` gets a
 // repository of its own, and a dest/.git made beforehand would make git refuse the
 // destination as not empty (a .gitmodules made beforehand would be a directory).
-Result<void> canonical_allow_write(Policy& p, const Caller& c, const std::vector<std::string>& profiles) {
+Result<void> canonical_allow_write(Policy& p, Resolved& res, const Caller& c, const std::vector<std::string>& profiles) {
   std::vector<std::string> all = p.allow_write;
   if (auto r = canonical_list(all, "--allow-write", c, false, false, profiles); !r) return r;
   bool everything = std::find(all.begin(), all.end(), "/") != all.end() || p.write_all;
@@ -86,15 +86,15 @@ Result<void> canonical_allow_write(Policy& p, const Caller& c, const std::vector
     if (raw.empty() || raw.find('\0') != std::string::npos) continue;  // refused above
     auto canon = path::canonicalize(path::absolute(raw, c.cwd, c.home));
     if (canon && !canon->exists && inside_other(canon->path)) {
-      p.allow_write_new.push_back(canon->path);
+      res.allow_write_new.push_back(canon->path);
     } else {
       rest.push_back(raw);
     }
   }
   if (auto r = canonical_list(rest, "--allow-write", c, true, true, profiles); !r) return r;
-  rest.insert(rest.end(), p.allow_write_new.begin(), p.allow_write_new.end());
+  rest.insert(rest.end(), res.allow_write_new.begin(), res.allow_write_new.end());
   sort_unique(rest);
-  sort_unique(p.allow_write_new);
+  sort_unique(res.allow_write_new);
   p.allow_write = std::move(rest);
   return {};
 }
@@ -105,7 +105,7 @@ Result<void> canonical_allow_write(Policy& p, const Caller& c, const std::vector
 // case open; tracking nothing would make --snapshot silently useless); with a bare
 // --allow-write, the whole root. Single files named in --allow-write are not tracked: an
 // overlay needs a directory.
-Result<void> tracked_roots(Policy& p, const Caller& c) {
+Result<void> tracked_roots(Policy& p, Resolved& res, const Caller& c) {
   if (p.no_sandbox) return fail_msg("--snapshot, --restore and --review need the sandbox; they cannot be used with --no-sandbox");
   auto writable = [&](const std::string& x) {
     if (under_any(x, p.deny_write) || under_any(x, p.deny_read)) return false;
@@ -134,7 +134,7 @@ Result<void> tracked_roots(Policy& p, const Caller& c) {
     // writes to instead, and nothing else is writable.
     p.write_all = false;
     p.allow_write.clear();
-    p.snapshot_everything = true;
+    res.snapshot_everything = true;
     for (const auto& d : {p.cwd, c.home, std::string("/tmp"), std::string("/var/tmp")}) {
       if (d.empty() || d == "/" || path::kind_of(d) != path::Kind::Directory || ::access(d.c_str(), W_OK) != 0) continue;
       auto canon = path::canonicalize(d);
@@ -144,7 +144,7 @@ Result<void> tracked_roots(Policy& p, const Caller& c) {
     }
   } else if (p.write_all) {
     roots.push_back("/");
-    p.snapshot_everything = true;
+    res.snapshot_everything = true;
   } else if (writable(p.cwd)) {
     roots.push_back(p.cwd);
   } else {
@@ -170,7 +170,7 @@ Result<void> tracked_roots(Policy& p, const Caller& c) {
 
 // Secrets (docs/usage.md "Secrets"): values read from their files, checked, given placeholders; each
 // --secret-file is masked in the sandbox (added to --deny-read).
-Result<void> finalize_secrets(Policy& p, const Caller& c) {
+Result<void> finalize_secrets(Policy& p, Resolved& res, const Caller& c) {
   if (p.secrets.empty()) return {};
   if (p.no_sandbox) return fail_msg("secrets need the sandbox's proxy; they cannot be used with --no-sandbox");
   std::set<std::string> keys;
@@ -214,14 +214,15 @@ Result<void> finalize_secrets(Policy& p, const Caller& c) {
     if (!bad.empty()) return fail_msg(flag + ": " + bad);
     auto placeholder = make_placeholder();
     if (!placeholder) return std::unexpected(placeholder.error());
-    s.placeholder = std::move(*placeholder);
+    res.placeholders.push_back(std::move(*placeholder));
   }
   return {};
 }
 
 }  // namespace
 
-Result<void> finalize(Policy& p, const Caller& c) {
+Result<Resolved> finalize(Policy& p, const Caller& c) {
+  Resolved out;
   if (p.argv.empty()) return fail_msg("no command given");
   // -C
   std::string cwd = p.cwd.empty() ? c.cwd : path::absolute(p.cwd, c.cwd, c.home);
@@ -238,7 +239,7 @@ Result<void> finalize(Policy& p, const Caller& c) {
     p.allow_read.clear();
     if (p.net == NetMode::None) p.net = NetMode::Host;
   }
-  if (auto r = canonical_list(p.allow_read, "--allow-read", at_cwd, true, false); !r) return r;
+  if (auto r = canonical_list(p.allow_read, "--allow-read", at_cwd, true, false); !r) return std::unexpected(r.error());
   // A profile can turn the sandbox off for the next run: naming a profile directory in
   // --allow-write is an error rather than a quiet read-only view (compute_fs keeps them
   // read-only under anything wider).
@@ -246,7 +247,7 @@ Result<void> finalize(Policy& p, const Caller& c) {
   for (const auto& d : own_profile_dirs(c)) {
     if (auto canon = path::canonicalize(d); canon) profiles.push_back(canon->path);
   }
-  if (auto r = canonical_allow_write(p, at_cwd, profiles); !r) return r;
+  if (auto r = canonical_allow_write(p, out, at_cwd, profiles); !r) return std::unexpected(r.error());
   // "/" is the bare flag. The kernel's own file systems are never bound in from the host
   // (that would undo the fresh /proc, the read-only /sys and the minimal /dev).
   if (std::erase(p.allow_write, std::string("/")) > 0) p.write_all = true;
@@ -255,27 +256,27 @@ Result<void> finalize(Policy& p, const Caller& c) {
                   (path::is_under(w, "/dev") && !path::is_under(w, "/dev/shm"));
     if (kernel) return fail_msg("--allow-write " + log::quote(w) + ": kernel interfaces (/proc, /sys, /dev) cannot be made writable");
   }
-  if (auto r = finalize_secrets(p, at_cwd); !r) return r;
+  if (auto r = finalize_secrets(p, out, at_cwd); !r) return std::unexpected(r.error());
   for (auto& f : p.upstream_ca) {
     f = path::absolute(f, at_cwd.cwd, at_cwd.home);
     if (::access(f.c_str(), R_OK) != 0) return fail("--upstream-ca " + log::quote(f));
   }
-  if (auto r = canonical_list(p.deny_read, "--deny-read", at_cwd, false, false); !r) return r;
-  if (auto r = canonical_list(p.deny_write, "--deny-write", at_cwd, false, false); !r) return r;
+  if (auto r = canonical_list(p.deny_read, "--deny-read", at_cwd, false, false); !r) return std::unexpected(r.error());
+  if (auto r = canonical_list(p.deny_write, "--deny-write", at_cwd, false, false); !r) return std::unexpected(r.error());
 
   for (const auto& d : p.deny_read) {
     if (path::is_under(p.cwd, d)) {
       return fail_msg("working directory " + log::quote(p.cwd) + " is inside denied path " + log::quote(d));
     }
   }
-  if (p.net == NetMode::Host && (!p.deny_net.empty() || !p.secrets.empty())) p.allow_net_all = true;
+  if (p.net == NetMode::Host && (!p.deny_net.empty() || !p.secrets.empty())) out.allow_net_all = true;
   if (!p.allow_net.empty() || !p.deny_net.empty() || !p.secrets.empty()) p.net = NetMode::Filtered;
   if (p.snapshot != SnapshotMode::Off) {
-    if (auto r = tracked_roots(p, at_cwd); !r) return r;
+    if (auto r = tracked_roots(p, out, at_cwd); !r) return std::unexpected(r.error());
   } else if (!p.snapshot_paths.empty() || !p.snapshot_exclude.empty()) {
     return fail_msg("--snapshot-path and --snapshot-exclude need --snapshot, --restore or --review");
   }
-  return {};
+  return out;
 }
 
 }  // namespace zb::policy

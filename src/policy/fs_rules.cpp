@@ -328,7 +328,7 @@ void protected_profiles(FsRules& fs, const Caller& c) {
 // The create guard's depth rule: protected names hold at any depth below every writable
 // path, in directories made during the run too (exec/guard.hpp). Not in the private
 // scratch space, which the host never sees.
-void depth_rule(FsRules& fs, const Policy& p) {
+void depth_rule(FsRules& fs, const Policy& p, const Resolved& r) {
   if (!p.protect) return;
   if (fs.write_all) {
     fs.depth_roots = {"/"};
@@ -342,7 +342,7 @@ void depth_rule(FsRules& fs, const Policy& p) {
   for (const auto& w : p.allow_write) {
     if (under_any(w, p.deny_write) || under_any(w, p.deny_read) || !writable_at(fs, w)) continue;
     fs.lifted.push_back(w);
-    if (named(w, p.allow_write_new)) fs.new_trees.push_back(w);
+    if (named(w, r.allow_write_new)) fs.new_trees.push_back(w);
   }
 }
 
@@ -419,7 +419,7 @@ void masked_sockets(FsRules& fs, const Policy& p) {
 
 }  // namespace
 
-FsRules compute_fs(const Policy& p, const Caller& c) {
+FsRules compute_fs(const Policy& p, const Resolved& r, const Caller& c) {
   FsRules fs;
   fs.write_all = p.write_all;
   fs.read_restricted = p.read_restricted;
@@ -435,7 +435,7 @@ FsRules compute_fs(const Policy& p, const Caller& c) {
   protected_profiles(fs, c);      // zerobox's profiles, whatever the flags say
   drop_nested(fs.read_only);
   sort_unique(fs.protected_existing);
-  depth_rule(fs, p);
+  depth_rule(fs, p, r);
   own_mounts(fs);
   sort_unique(fs.absent_protected);
   sort_unique(fs.protected_links);

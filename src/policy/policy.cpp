@@ -135,7 +135,7 @@ std::vector<std::string> bound_unix_sockets(const std::string& proc_net_unix) {
   return out;
 }
 
-std::vector<std::string> build_env(const Policy& p, const Caller& c) {
+std::vector<std::string> build_env(const Policy& p, const Resolved& r, const Caller& c) {
   static const char* const k_default[] = {"PATH", "HOME", "USER", "SHELL", "TERM", "LANG"};
   std::map<std::string, std::string> env;
   if (p.env_all) {
@@ -163,7 +163,9 @@ std::vector<std::string> build_env(const Policy& p, const Caller& c) {
   }
   for (const auto& kv : p.env_set) env[kv.first] = kv.second;
   if (!p.secrets.empty() && !p.no_sandbox) {
-    for (const auto& s : p.secrets) env[s.key] = s.placeholder;
+    for (std::size_t i = 0; i < p.secrets.size(); ++i) {
+      env[p.secrets[i].key] = i < r.placeholders.size() ? r.placeholders[i] : std::string();
+    }
     // The trust bundle with the run's CA is shown at the system bundle's path (run/run.cpp); the
     // usual variables name it too, for clients that look nowhere else.
     auto bundles = ca_bundle::present_paths();

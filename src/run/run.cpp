@@ -56,9 +56,10 @@ int setup_failed(StatusFd& status, const std::string& msg) {
 
 // --allow-net, --deny-net and --resolve as one NetPolicy, made the first time it is needed
 // (into `made`): the secrets' own policy, and the proxy's with the --secret-host names.
-zb::Result<const zb::net::NetPolicy*> allow_net_policy(const Policy& p, std::optional<zb::net::NetPolicy>& made) {
+zb::Result<const zb::net::NetPolicy*> allow_net_policy(const Policy& p, const zb::policy::Resolved& resolved,
+                                                       std::optional<zb::net::NetPolicy>& made) {
   if (!made) {
-    auto np = zb::net::NetPolicy::make(p.allow_net, p.deny_net, p.resolve, p.allow_net_all);
+    auto np = zb::net::NetPolicy::make(p.allow_net, p.deny_net, p.resolve, resolved.allow_net_all);
     if (!np) return std::unexpected(np.error());
     made.emplace(std::move(*np));
   }
@@ -66,11 +67,13 @@ zb::Result<const zb::net::NetPolicy*> allow_net_policy(const Policy& p, std::opt
 }
 
 // The proxy's side of the secrets: their host rules, the run's CA and the TLS contexts.
-zb::Result<zb::net::ProxySecrets> make_secrets(const Policy& p, std::optional<zb::net::NetPolicy>& allow_net_made) {
+zb::Result<zb::net::ProxySecrets> make_secrets(const Policy& p, const zb::policy::Resolved& resolved,
+                                               std::optional<zb::net::NetPolicy>& allow_net_made) {
   std::vector<zb::net::SecretEntry> entries;
-  bool any_host = !p.allow_net.empty() || p.allow_net_all;
-  for (const auto& s : p.secrets) {
-    zb::net::SecretEntry e{s.key, s.placeholder, s.value, {}};
+  bool any_host = !p.allow_net.empty() || resolved.allow_net_all;
+  for (std::size_t i = 0; i < p.secrets.size(); ++i) {
+    const auto& s = p.secrets[i];
+    zb::net::SecretEntry e{s.key, resolved.placeholders[i], s.value, {}};
     for (const auto& h : s.hosts) {
       auto r = zb::net::parse_rule(h);
       if (!r) return zb::fail_msg("--secret-host " + s.key + ": " + r.error().what);
@@ -86,7 +89,7 @@ zb::Result<zb::net::ProxySecrets> make_secrets(const Policy& p, std::optional<zb
     }
     entries.push_back(std::move(e));
   }
-  auto allow_net = allow_net_policy(p, allow_net_made);
+  auto allow_net = allow_net_policy(p, resolved, allow_net_made);
   if (!allow_net) return std::unexpected(allow_net.error());
   auto ca = zb::net::CertAuthority::create(std::to_string(::getpid()) + "@" + std::to_string(::time(nullptr)));
   if (!ca) return std::unexpected(ca.error());
@@ -206,10 +209,11 @@ struct SnapshotRun {
 };
 
 // Opens the store and records a session in state running, locked by this process.
-zb::Result<void> start_session(SnapshotRun& run, const Policy& p, const zb::policy::FsRules& fs, const std::string& store_dir,
+zb::Result<void> start_session(SnapshotRun& run, const Policy& p, const zb::policy::Resolved& resolved,
+                               const zb::policy::FsRules& fs, const std::string& store_dir,
                                zb::store::Registry* registry) {
   for (const auto& t : fs.tracked) {
-    if (!p.snapshot_everything && zb::path::is_under(store_dir, t)) {
+    if (!resolved.snapshot_everything && zb::path::is_under(store_dir, t)) {
       return zb::fail_msg("the snapshot store " + log::quote(store_dir) + " lies inside the tracked path " + log::quote(t) +
                           ": set ZEROBOX_HOME to a directory outside it, or track less with --snapshot-path");
     }
@@ -273,7 +277,7 @@ zb::Result<void> prepare_layers(SnapshotRun& run, const std::vector<std::string>
 }
 
 // After the sandbox is gone: journal the layers, then apply, keep or drop per the mode.
-void end_session(SnapshotRun& run, const Policy& p, StatusFd& status, zb::exec::Outcome outcome, int code, int sig) {
+void end_session(SnapshotRun& run, const Policy& p, const RunOptions& options, StatusFd& status, zb::exec::Outcome outcome, int code, int sig) {
   using zb::store::SessionState;
   zb::store::Finish fin;
   if (outcome == zb::exec::Outcome::Signaled) {
@@ -298,7 +302,7 @@ void end_session(SnapshotRun& run, const Policy& p, StatusFd& status, zb::exec::
   if (p.snapshot == SnapshotMode::Snapshot && js->changes == 0) {
     if (auto r = run.store->set_state(run.session.id, SessionState::Accepted); r) state = "accepted";
   } else if (p.snapshot == SnapshotMode::Snapshot) {
-    auto applied = zb::snapshot::apply_locked(*run.store, run.session, {.force = false, .progress = !p.quiet});
+    auto applied = zb::snapshot::apply_locked(*run.store, run.session, {.force = false, .progress = !options.quiet});
     if (!applied) {
       log::error("applying session " + short_id + " failed: " + applied.error().message() +
                  " (the next zerobox snapshot command finishes it)");
@@ -332,15 +336,16 @@ int run(Policy p, const std::vector<std::string>& environ, RunOptions options) {
 
 int run_prestarted(Policy p, const std::vector<std::string>& environ, RunOptions options,
                    std::unique_ptr<zb::exec::Prestart> prestarted) {
-  log::set_quiet(p.quiet);
-  log::set_debug(p.debug);
-  StatusFd status(p.status_fd);
+  log::set_quiet(options.quiet);
+  log::set_debug(options.debug);
+  StatusFd status(options.status_fd);
   ::signal(SIGPIPE, SIG_IGN);
 
   // 1. Policy: canonical paths, checked against the machine.
   auto caller = zb::policy::current_caller(environ);
-  if (auto r = zb::policy::finalize(p, caller); !r) return setup_failed(status, r.error().message());
-  std::vector<std::string> env = zb::policy::build_env(p, caller);
+  auto resolved = zb::policy::finalize(p, caller);
+  if (!resolved) return setup_failed(status, resolved.error().message());
+  std::vector<std::string> env = zb::policy::build_env(p, *resolved, caller);
   if (p.no_sandbox) {
     log::debug("no sandbox: only the environment policy applies");
     return run_unsandboxed(p, env, status);
@@ -360,7 +365,7 @@ int run_prestarted(Policy p, const std::vector<std::string>& environ, RunOptions
   }
 
   // 2. The filesystem view and the mount plan.
-  auto fs = zb::policy::compute_fs(p, caller);
+  auto fs = zb::policy::compute_fs(p, *resolved, caller);
   zb::exec::Placeholders placeholders;  // removed when run() returns
   if (auto r = placeholders.create(fs.placeholders); !r) return setup_failed(status, r.error().message());
   auto mounts = zb::overlay::read_mount_table();
@@ -389,7 +394,7 @@ int run_prestarted(Policy p, const std::vector<std::string>& environ, RunOptions
                                         "namespace: track a directory without mounts below (--snapshot-path), or unmount it");
       }
     }
-    if (auto r = start_session(snap, p, fs, store_dir, registry ? &*registry : nullptr); !r) {
+    if (auto r = start_session(snap, p, *resolved, fs, store_dir, registry ? &*registry : nullptr); !r) {
       return setup_failed(status, r.error().message());
     }
   }
@@ -439,7 +444,7 @@ int run_prestarted(Policy p, const std::vector<std::string>& environ, RunOptions
   std::optional<zb::net::ProxySecrets> secrets;
   std::optional<zb::net::NetPolicy> allow_net;
   if (!p.secrets.empty()) {
-    auto made = make_secrets(p, allow_net);
+    auto made = make_secrets(p, *resolved, allow_net);
     if (!made) return setup_failed(status, made.error().message());
     secrets.emplace(std::move(*made));
     auto bundle = zb::net::trust_bundle(secrets->ca.ca_pem());
@@ -471,7 +476,7 @@ int run_prestarted(Policy p, const std::vector<std::string>& environ, RunOptions
   std::optional<zb::net::NetPolicy> net_policy;
   if (p.net == NetMode::Filtered) {
     // The hosts of --secret-host are allowed without being listed in --allow-net.
-    auto base = allow_net_policy(p, allow_net);
+    auto base = allow_net_policy(p, *resolved, allow_net);
     if (!base) return setup_failed(status, base.error().message());
     std::vector<std::string> secret_hosts;
     for (const auto& sec : p.secrets) secret_hosts.insert(secret_hosts.end(), sec.hosts.begin(), sec.hosts.end());
@@ -612,7 +617,7 @@ int run_prestarted(Policy p, const std::vector<std::string>& environ, RunOptions
     }
   }
   int rc = report_exit(status, p.argv[0], res.outcome, res.code, res.sig, res.err);
-  if (snap.active) end_session(snap, p, status, res.outcome, rc, res.sig);
+  if (snap.active) end_session(snap, p, options, status, res.outcome, rc, res.sig);
   status.close();
   return rc;
 }
