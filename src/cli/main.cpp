@@ -36,7 +36,7 @@ int main(int argc, char** argv) {
     }
     zerobox::RunOptions options = parsed.options;
     options.wait_for_teardown = false;
-    return zerobox::run_prestarted(std::move(parsed.policy), env, options, std::move(prestarted));
+    return zb::run::run_prestarted(std::move(parsed.policy), env, options, std::move(prestarted));
   } catch (const zb::UsageError& e) {
     zb::log::error(e.message);
     std::fputs("Try 'zerobox --help' for more information.\n", stderr);
