@@ -1,4 +1,4 @@
-// Tests for src/policy/policy.cpp
+// Tests for src/policy/ (finalize.cpp, fs_rules.cpp, policy.cpp)
 #include <doctest/doctest.h>
 #include <sys/stat.h>
 
