@@ -19,67 +19,55 @@ enum class NetMode {
 
 enum class SnapshotMode { Off, Snapshot, Restore, Review };
 
+// One --secret or --secret-file: a value the command never sees. Its environment holds
+// a placeholder instead, which zerobox's proxy replaces with the value in requests to the
+// secret's hosts (docs/usage.md "Secrets").
 struct Secret {
-  std::string key;
+  std::string key;                 // the environment variable the command reads it from
   std::string value;               // never logged, never passed into the sandbox
   std::vector<std::string> hosts;  // --secret-host; empty means every allowed host
   std::string file;                // --secret-file: the value is read from here
-  std::string placeholder;         // output, set by run(): what the command sees instead
 };
 
+// Inputs only: run() reads a Policy and never hands one back.
 struct Policy {
   // Filesystem. Paths are as given; run() makes them absolute and canonical first.
-  bool read_restricted = false;  // --allow-read was given
-  std::vector<std::string> allow_read;
-  std::vector<std::string> deny_read;
-  bool write_all = false;  // bare --allow-write
-  std::vector<std::string> allow_write;
-  // Output (run() sets it; a value given is overwritten): the --allow-write paths that
-  // did not exist and lie inside another writable path. zerobox does not create them (the command may, as it would below any
-  // writable path): they lift protection for themselves and everything below them.
-  std::vector<std::string> allow_write_new;
-  std::vector<std::string> deny_write;
-  bool protect = true;  // false with --no-protect
+  bool read_restricted = false;          // --allow-read was given: only what it names (and the system) is readable
+  std::vector<std::string> allow_read;   // --allow-read paths
+  std::vector<std::string> deny_read;    // --deny-read: unreadable, whatever else allows them
+  bool write_all = false;                // bare --allow-write: everything readable is writable
+  std::vector<std::string> allow_write;  // --allow-write paths; a missing one is made (or lifts protection below it)
+  std::vector<std::string> deny_write;   // --deny-write: read-only, whatever else allows them
+  bool protect = true;                   // false with --no-protect: no protected names or paths
   // --tmpfs-size: the most the scratch space (scratch /tmp and /var/tmp, /dev/shm) may
   // hold together, in bytes; 0 is the default, half the RAM.
   std::uint64_t tmpfs_size = 0;
 
   // Network.
-  NetMode net = NetMode::None;
-  std::vector<std::string> allow_net;
-  std::vector<std::string> deny_net;
+  NetMode net = NetMode::None;                               // see NetMode; filtering lists make it Filtered
+  std::vector<std::string> allow_net;                        // --allow-net=DOMAINS: the hosts the proxy lets through
+  std::vector<std::string> deny_net;                         // --deny-net: hosts refused even when allowed
   std::vector<std::pair<std::string, std::string>> resolve;  // --resolve HOST:IP
-  std::vector<std::string> upstream_ca;
-  std::vector<Secret> secrets;
-  // Output (run() sets it; a value given is overwritten): a bare --allow-net (or -A)
-  // together with --deny-net or secrets (filtered mode where everything but the denied
-  // names is allowed).
-  bool allow_net_all = false;
+  std::vector<std::string> upstream_ca;                      // --upstream-ca: PEM files trusted for upstream TLS
+  std::vector<Secret> secrets;                               // --secret, --secret-file
 
   // Environment.
   std::vector<std::pair<std::string, std::string>> env_set;  // --env, in order
   bool env_all = false;                                      // bare --allow-env
-  std::vector<std::string> allow_env;
-  std::vector<std::string> deny_env;
+  std::vector<std::string> allow_env;                        // --allow-env=NAMES: passed on beside the defaults
+  std::vector<std::string> deny_env;                         // --deny-env: never passed on
 
   // Snapshots.
-  SnapshotMode snapshot = SnapshotMode::Off;
-  std::vector<std::string> snapshot_paths;
-  std::vector<std::string> snapshot_exclude;
-  // Output (run() sets it; a value given is overwritten): the tracked paths stand for
-  // "everything" (a bare --allow-write), so the store may lie inside one of them (it is
-  // masked there).
-  bool snapshot_everything = false;
+  SnapshotMode snapshot = SnapshotMode::Off;   // --snapshot, --restore or --review
+  std::vector<std::string> snapshot_paths;     // --snapshot-path: the tracked roots; empty: chosen by run()
+  std::vector<std::string> snapshot_exclude;   // --snapshot-exclude patterns
 
   // The command and how it runs.
-  std::vector<std::string> argv;
-  std::string cwd;  // -C; empty means the caller's working directory
-  bool allow_all = false;
-  bool no_sandbox = false;
-  bool strict = false;
-  int status_fd = -1;
-  bool debug = false;
-  bool quiet = false;
+  std::vector<std::string> argv;  // the command and its arguments; argv[0] is searched on PATH
+  std::string cwd;                // -C; empty means the caller's working directory
+  bool allow_all = false;         // -A: read and write everything, host network
+  bool no_sandbox = false;        // --no-sandbox: the environment policy only
+  bool strict = false;            // --strict-sandbox: refuse to run without Landlock
 };
 
 }  // namespace zerobox

@@ -13,11 +13,18 @@ namespace zerobox {
 // The version string, e.g. "0.1.0".
 const char* version();
 
-// How run() returns, as opposed to what it runs (the Policy).
+// How run() reports and returns, as opposed to what it runs (the Policy).
 struct RunOptions {
   // false: return once the command's status is known, leaving the kernel to finish
   // tearing down the sandbox's namespaces (the CLI, which exits right after, does this).
   bool wait_for_teardown = true;
+  // --status-fd: an open file descriptor (3 or more) that gets JSON Lines lifecycle
+  // events (docs/usage.md, "--status-fd protocol"); -1 for none.
+  int status_fd = -1;
+  // --debug: the effective policy, the mount plan and every decision on stderr.
+  bool debug = false;
+  // --quiet: no zerobox messages on stderr except errors.
+  bool quiet = false;
 };
 
 // Runs policy.argv in a sandbox built from the policy and waits for it. The policy is

@@ -325,7 +325,7 @@ Parsed parse_args(const std::vector<std::string>& raw_args, const std::vector<st
 
   zerobox::Policy& p = out.policy;
   if (!profile.empty()) {
-    apply_profile(profile, p, environ);
+    apply_profile(profile, p, out.options, environ);
     // As on the command line, an empty entry is a mistake, and as a path it would mean
     // the working directory.
     const std::pair<const char*, const std::vector<std::string>*> lists[] = {
@@ -410,8 +410,8 @@ Parsed parse_args(const std::vector<std::string>& raw_args, const std::vector<st
   if (allow_all) p.allow_all = true;
   if (no_sandbox) p.no_sandbox = true;
   if (strict) p.strict = true;
-  if (debug) p.debug = true;
-  if (quiet) p.quiet = true;
+  if (debug) out.options.debug = true;
+  if (quiet) out.options.quiet = true;
   if (!cwd.empty()) p.cwd = cwd;
   if (!status_fd.empty()) {
     bool digits = !status_fd.empty() && status_fd.size() <= 9 &&
@@ -420,7 +420,7 @@ Parsed parse_args(const std::vector<std::string>& raw_args, const std::vector<st
     int fd = std::stoi(status_fd);
     std::string why;
     if (!exec::StatusFd::valid(fd, why)) throw UsageError{why};
-    p.status_fd = fd;
+    out.options.status_fd = fd;
   }
 
   p.argv = std::move(scan.command);

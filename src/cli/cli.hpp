@@ -1,4 +1,4 @@
-// argv and TOML profiles -> Policy. Throws UsageError (exit 2) for syntax and SetupError
+// argv and TOML profiles -> Policy and RunOptions. Throws UsageError (exit 2) for syntax and SetupError
 // (exit 125) for the state of the machine (a missing profile file); nothing else throws.
 #pragma once
 
@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "zerobox/policy.hpp"
+#include "zerobox/zerobox.hpp"
 
 namespace zb::cli {
 
@@ -15,6 +16,7 @@ enum class Action { Run, Help, Version };
 struct Parsed {
   Action action = Action::Run;
   zerobox::Policy policy;
+  zerobox::RunOptions options;  // --status-fd, --debug, --quiet
   std::string text;  // help or version text
 };
 
@@ -27,10 +29,12 @@ Parsed parse_args(const std::vector<std::string>& args, const std::vector<std::s
 // words are not plain enough to guess from (a profile, clustered short options).
 std::optional<bool> guess_new_net(const std::vector<std::string>& args);
 
+// Applies a TOML profile to a policy and the run options (the CLI's own flags are
+// applied afterwards).
+void apply_profile(const std::string& name_or_file, zerobox::Policy& p, zerobox::RunOptions& options,
+                   const std::vector<std::string>& environ);
+
 // `zerobox snapshot ...` (args after "snapshot"); returns the exit status.
 int snapshot_main(const std::vector<std::string>& args, const std::vector<std::string>& environ);
-
-// Applies a TOML profile to a policy (the CLI's own flags are applied afterwards).
-void apply_profile(const std::string& name_or_file, zerobox::Policy& p, const std::vector<std::string>& environ);
 
 }  // namespace zb::cli

@@ -34,7 +34,9 @@ int main(int argc, char** argv) {
       std::fputs(parsed.text.c_str(), stdout);
       return 0;
     }
-    return zerobox::run_prestarted(std::move(parsed.policy), env, {.wait_for_teardown = false}, std::move(prestarted));
+    zerobox::RunOptions options = parsed.options;
+    options.wait_for_teardown = false;
+    return zb::run::run_prestarted(std::move(parsed.policy), env, options, std::move(prestarted));
   } catch (const zb::UsageError& e) {
     zb::log::error(e.message);
     std::fputs("Try 'zerobox --help' for more information.\n", stderr);

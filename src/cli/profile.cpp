@@ -95,7 +95,8 @@ std::string check_owner(const std::string& flag, const std::string& abs) {
 
 }  // namespace
 
-void apply_profile(const std::string& name_or_file, zerobox::Policy& p, const std::vector<std::string>& environ) {
+void apply_profile(const std::string& name_or_file, zerobox::Policy& p, zerobox::RunOptions& options,
+                   const std::vector<std::string>& environ) {
   std::string home = env::find(environ, "HOME").value_or("");
   std::string file = name_or_file;
   bool is_name = name_or_file.find('/') == std::string::npos && !name_or_file.ends_with(".toml");
@@ -173,9 +174,9 @@ void apply_profile(const std::string& name_or_file, zerobox::Policy& p, const st
     } else if (key == "no-protect") {
       p.protect = !boolean(node, key, file);
     } else if (key == "debug") {
-      p.debug = boolean(node, key, file);
+      options.debug = boolean(node, key, file);
     } else if (key == "quiet") {
-      p.quiet = boolean(node, key, file);
+      options.quiet = boolean(node, key, file);
     } else if (key == "cwd") {
       auto v = node.value<std::string>();
       if (!v) throw UsageError{file + ": cwd: expected a string"};

@@ -24,11 +24,33 @@ struct Caller {
   std::map<std::string, std::string> env;
 };
 
+// The caller of this process: `environ` ("K=V" strings; one without '=' is skipped) as a
+// map, the working directory (getcwd; "/" when it cannot be read), the home ($HOME; "/"
+// when unset or empty) and the real uid and gid. Reads nothing else; never fails.
 Caller current_caller(const std::vector<std::string>& environ);
 
+// What finalize() works out from a Policy beside its canonical paths: outputs that no
+// caller gives (zerobox::Policy holds inputs only), read by compute_fs, build_env and run/.
+struct Resolved {
+  // One per Policy::secrets, in order: the placeholder the command sees instead of the
+  // value (policy/secrets.hpp).
+  std::vector<std::string> placeholders;
+  // The --allow-write paths that did not exist and lie inside another writable path.
+  // zerobox does not create them (the command may, as it would below any writable path):
+  // they lift protection for themselves and everything below them.
+  std::vector<std::string> allow_write_new;
+  // A bare --allow-net (or -A) together with --deny-net or secrets: filtered mode where
+  // everything but the denied names is allowed.
+  bool allow_net_all = false;
+  // The tracked paths stand for "everything" (a bare --allow-write), so the store may lie
+  // inside one of them (it is masked there).
+  bool snapshot_everything = false;
+};
+
 // Checks the policy against the machine and rewrites every path to its canonical
-// absolute form. A failure here is a setup error (exit 125) with a one-line message.
-Result<void> finalize(zerobox::Policy& p, const Caller& caller);
+// absolute form; returns what follows from it. A failure here is a setup error (exit
+// 125) with a one-line message. finalize.cpp.
+Result<Resolved> finalize(zerobox::Policy& p, const Caller& caller);
 
 // Write-protected names, relative to each writable root (docs/usage.md "Protected paths").
 const std::vector<std::string>& protected_write_names();
@@ -37,11 +59,11 @@ const std::vector<std::string>& protected_read_paths();
 // System paths that stay readable under --allow-read.
 const std::vector<std::string>& system_read_paths();
 
-// The filesystem view, in absolute canonical host paths.
 // Filtered mode: the port zerobox's proxy listens on inside the sandbox's network
 // namespace (a fresh one, so nothing else can hold it).
 inline constexpr unsigned short k_proxy_port = 3128;
 
+// The filesystem view, in absolute canonical host paths.
 struct FsRules {
   bool read_restricted = false;
   std::vector<std::string> readable;      // roots to expose when read_restricted
@@ -88,7 +110,13 @@ struct FsRules {
   std::string command_path;             // the same as PATH found it (for execve)
 };
 
-FsRules compute_fs(const zerobox::Policy& p, const Caller& caller);
+// The filesystem view of a policy. Precondition: `resolved` is what finalize(p, caller)
+// returned (every path in p is canonical and absolute). Reads the host (stat, directory listings of the
+// writable roots, glob, /proc/net/unix) and writes nothing; never fails: a path that
+// cannot be looked at is left out. Every list in the result is canonical and sorted;
+// deny lists win over allow lists, and protected paths (unless --no-protect) and
+// zerobox's profile directories are never writable. fs_rules.cpp, one step a function.
+FsRules compute_fs(const zerobox::Policy& p, const Resolved& resolved, const Caller& caller);
 
 // Adds `dir` (zerobox's store) to fs.masked where the view shows it. Under --allow-read a
 // path outside every readable root is not in the view at all: there is nothing to hide,
@@ -110,7 +138,7 @@ std::string resolve_command(const std::string& name, const std::string& path_env
                             const std::string& cwd);
 
 // The environment the command sees, as "K=V" strings.
-std::vector<std::string> build_env(const zerobox::Policy& p, const Caller& caller);
+std::vector<std::string> build_env(const zerobox::Policy& p, const Resolved& resolved, const Caller& caller);
 
 
 // zerobox's own configuration. The directory `--profile NAME` reads NAME.toml from:

@@ -1,5 +1,5 @@
 // zerobox::run, given a sandbox process the CLI started cloning while it parsed the
-// command line (exec/sandbox.hpp, Prestart). nullptr, or one made for another network
+// command line (exec/sandbox.hpp, Prestart); internal, not part of the installed API. nullptr, or one made for another network
 // mode, is the same as zerobox::run, except that fds 0-2 must already be guarded
 // (exec::guard_std_fds, which main() calls first).
 #pragma once
@@ -11,9 +11,9 @@
 #include "exec/sandbox.hpp"
 #include "zerobox/zerobox.hpp"
 
-namespace zerobox {
+namespace zb::run {
 
-int run_prestarted(Policy policy, const std::vector<std::string>& environ, RunOptions options,
-                   std::unique_ptr<zb::exec::Prestart> prestarted);
+int run_prestarted(zerobox::Policy policy, const std::vector<std::string>& environ, zerobox::RunOptions options,
+                   std::unique_ptr<exec::Prestart> prestarted);
 
-}  // namespace zerobox
+}  // namespace zb::run

@@ -60,11 +60,12 @@ TEST_CASE("a bare optional-value flag is one followed by -- or another option") 
   CHECK(n.net == NetMode::Host);
   CHECK(n.allow_net.empty());
   CHECK(n.argv == std::vector<std::string>{"curl"});
-  auto q = parse({"--allow-write", "-C", "/", "--allow-env", "--debug", "--", "true"}).policy;
+  auto parsed_q = parse({"--allow-write", "-C", "/", "--allow-env", "--debug", "--", "true"});
+  auto q = parsed_q.policy;
   CHECK(q.write_all);
   CHECK(q.cwd == "/");
   CHECK(q.env_all);
-  CHECK(q.debug);
+  CHECK(parsed_q.options.debug);
   auto d = parse({"--allow-write", "-", "x"}).policy;  // "-" starts with "-": the command
   CHECK(d.write_all);
   CHECK(d.argv == std::vector<std::string>{"-", "x"});
@@ -130,9 +131,10 @@ TEST_CASE("after -- nothing is an option, whatever comes before it") {
   auto p = parse({"--", "--allow-all"}).policy;
   CHECK(p.argv == std::vector<std::string>{"--allow-all"});
   CHECK_FALSE(p.allow_all);
-  auto q = parse({"echo", "--debug"}).policy;
+  auto parsed_q = parse({"echo", "--debug"});
+  auto q = parsed_q.policy;
   CHECK(q.argv == std::vector<std::string>{"echo", "--debug"});
-  CHECK_FALSE(q.debug);
+  CHECK_FALSE(parsed_q.options.debug);
   auto r = parse({"--allow-read", "/a", "ls", "/b", "--allow-all"}).policy;  // a list option takes one word
   CHECK(r.allow_read == std::vector<std::string>{"/a"});
   CHECK(r.argv == std::vector<std::string>{"ls", "/b", "--allow-all"});

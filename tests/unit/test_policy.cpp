@@ -1,4 +1,4 @@
-// Tests for src/policy/policy.cpp
+// Tests for src/policy/ (finalize.cpp, fs_rules.cpp, policy.cpp)
 #include <doctest/doctest.h>
 #include <sys/stat.h>
 
@@ -27,7 +27,8 @@ TEST_CASE("finalize canonicalises allow paths and creates a missing leaf only fo
   p.argv = {"true"};
   p.allow_write = {"a/../a", "newdir"};
   auto c = caller_in(t.path(), t.path());
-  REQUIRE(policy::finalize(p, c));
+  auto resolved = policy::finalize(p, c);
+  REQUIRE(resolved);
   CHECK(p.allow_write == std::vector<std::string>{t / "a", t / "newdir"});
   struct stat st {};
   CHECK(::stat((t / "newdir").c_str(), &st) == 0);
@@ -62,9 +63,10 @@ TEST_CASE("domain rules and secrets mean filtered mode; secrets get placeholders
   zerobox::Policy p;
   p.argv = {"true"};
   p.allow_net = {"example.com"};
-  REQUIRE(policy::finalize(p, c));
+  auto rp = policy::finalize(p, c);
+  REQUIRE(rp);
   CHECK(p.net == zerobox::NetMode::Filtered);
-  auto env = policy::build_env(p, c);
+  auto env = policy::build_env(p, *rp, c);
   CHECK(has(env, "HTTPS_PROXY=http://127.0.0.1:3128"));
   CHECK(has(env, "all_proxy=http://127.0.0.1:3128"));
   CHECK(has(env, "NODE_USE_ENV_PROXY=1"));
@@ -72,19 +74,21 @@ TEST_CASE("domain rules and secrets mean filtered mode; secrets get placeholders
   q.argv = {"true"};
   q.net = zerobox::NetMode::Host;  // bare --allow-net
   q.deny_net = {"evil.com"};
-  REQUIRE(policy::finalize(q, c));
+  auto rq = policy::finalize(q, c);
+  REQUIRE(rq);
   CHECK(q.net == zerobox::NetMode::Filtered);
-  CHECK(q.allow_net_all);
+  CHECK(rq->allow_net_all);
   zerobox::Policy s;
   s.argv = {"true"};
-  s.secrets = {{"K", "value-1234", {}, {}, {}}};
-  REQUIRE(policy::finalize(s, c));
+  s.secrets = {{"K", "value-1234", {}, {}}};
+  auto rs = policy::finalize(s, c);
+  REQUIRE(rs);
   CHECK(s.net == zerobox::NetMode::Filtered);
-  const std::string& ph = s.secrets[0].placeholder;
+  const std::string& ph = rs->placeholders[0];
   REQUIRE(ph.size() == 15 + 64);
   CHECK(ph.starts_with("ZEROBOX_SECRET_"));
   CHECK(ph.find_first_not_of("0123456789abcdef", 15) == std::string::npos);
-  auto senv = policy::build_env(s, c);
+  auto senv = policy::build_env(s, *rs, c);
   CHECK(has(senv, "K=" + ph));
   for (const auto& kv : senv) CHECK(kv.find("value-1234") == std::string::npos);
 }
@@ -92,36 +96,38 @@ TEST_CASE("domain rules and secrets mean filtered mode; secrets get placeholders
 TEST_CASE("secrets: files, conflicts and bad values") {
   test::TempDir t;
   auto c = caller_in(t.path(), t.path());
+  policy::Resolved last;  // of the last call that succeeded
   auto with = [&](std::vector<zerobox::Secret> secrets, auto&& edit) {
     zerobox::Policy p;
     p.argv = {"true"};
     p.secrets = std::move(secrets);
     edit(p);
     auto r = policy::finalize(p, c);
+    if (r) last = *r;
     return std::make_pair(r ? std::string() : r.error().message(), p);
   };
   auto none = [](zerobox::Policy&) {};
 
   test::write_file(t / "key", "from-a-file\n");
-  auto [err, p] = with({{"K", "", {}, t / "key", {}}}, none);
+  auto [err, p] = with({{"K", "", {}, t / "key"}}, none);
   CHECK(err == "");
   CHECK(p.secrets[0].value == "from-a-file");  // one trailing newline stripped
   CHECK(std::find(p.deny_read.begin(), p.deny_read.end(), t / "key") != p.deny_read.end());
 
-  CHECK(with({{"K", "", {}, t / "missing", {}}}, none).first.find("--secret-file K") != std::string::npos);
-  CHECK(with({{"K", "", {}, {}, {}}}, none).first.find("empty") != std::string::npos);
-  CHECK(with({{"K", "a\r\nX-Evil: 1", {}, {}, {}}}, none).first.find("control character") != std::string::npos);
-  CHECK(with({{"K", "one-value", {}, {}, {}}, {"K", "two-value", {}, {}, {}}}, none).first.find("more than once") !=
+  CHECK(with({{"K", "", {}, t / "missing"}}, none).first.find("--secret-file K") != std::string::npos);
+  CHECK(with({{"K", "", {}, {}}}, none).first.find("empty") != std::string::npos);
+  CHECK(with({{"K", "a\r\nX-Evil: 1", {}, {}}}, none).first.find("control character") != std::string::npos);
+  CHECK(with({{"K", "one-value", {}, {}}, {"K", "two-value", {}, {}}}, none).first.find("more than once") !=
         std::string::npos);
-  CHECK(with({{"K", "one-value", {}, {}, {}}}, [](zerobox::Policy& q) { q.env_set = {{"K", "x"}}; })
+  CHECK(with({{"K", "one-value", {}, {}}}, [](zerobox::Policy& q) { q.env_set = {{"K", "x"}}; })
             .first.find("--env K") != std::string::npos);
-  CHECK(with({{"K", "one-value", {}, {}, {}}}, [](zerobox::Policy& q) { q.no_sandbox = true; })
+  CHECK(with({{"K", "one-value", {}, {}}}, [](zerobox::Policy& q) { q.no_sandbox = true; })
             .first.find("--no-sandbox") != std::string::npos);
   // -A or a bare --allow-net with a secret: everything through the proxy.
-  auto [err2, all] = with({{"K", "one-value", {}, {}, {}}}, [](zerobox::Policy& q) { q.allow_all = true; });
+  auto [err2, all] = with({{"K", "one-value", {}, {}}}, [](zerobox::Policy& q) { q.allow_all = true; });
   CHECK(err2 == "");
   CHECK(all.net == zerobox::NetMode::Filtered);
-  CHECK(all.allow_net_all);
+  CHECK(last.allow_net_all);
 }
 
 TEST_CASE("protected names inside writable roots are read-only or reported absent") {
@@ -134,8 +140,9 @@ TEST_CASE("protected names inside writable roots are read-only or reported absen
   zerobox::Policy p;
   p.argv = {"true"};
   p.allow_write = {t / "repo"};
-  REQUIRE(policy::finalize(p, c));
-  auto fs = policy::compute_fs(p, c);
+  auto resolved = policy::finalize(p, c);
+  REQUIRE(resolved);
+  auto fs = policy::compute_fs(p, *resolved, c);
   CHECK(has(fs.writable, t / "repo"));
   CHECK(has(fs.read_only, t / "repo/.git/hooks"));
   CHECK(has(fs.read_only, t / "repo/.git/config"));
@@ -145,14 +152,14 @@ TEST_CASE("protected names inside writable roots are read-only or reported absen
 
   SUBCASE("--no-protect lifts them") {
     p.protect = false;
-    auto fs2 = policy::compute_fs(p, c);
+    auto fs2 = policy::compute_fs(p, *resolved, c);
     CHECK(fs2.read_only.empty());
     CHECK_FALSE(has(fs2.masked, t / "home/.ssh"));
   }
   SUBCASE("naming one explicitly lifts only that one") {
     p.allow_write.push_back(t / "repo/.bashrc");
     p.allow_read.push_back(t / "home/.ssh");
-    auto fs2 = policy::compute_fs(p, c);
+    auto fs2 = policy::compute_fs(p, *resolved, c);
     CHECK_FALSE(has(fs2.read_only, t / "repo/.bashrc"));
     CHECK(has(fs2.read_only, t / "repo/.git/hooks"));
     CHECK_FALSE(has(fs2.masked, t / "home/.ssh"));
@@ -168,8 +175,9 @@ TEST_CASE("deny wins over allow") {
   p.allow_write = {t / "w/inner"};
   p.deny_write = {t / "w"};
   p.deny_read = {t / "w/inner"};
-  REQUIRE(policy::finalize(p, c));
-  auto fs = policy::compute_fs(p, c);
+  auto resolved = policy::finalize(p, c);
+  REQUIRE(resolved);
+  auto fs = policy::compute_fs(p, *resolved, c);
   CHECK(fs.writable.empty());
   CHECK(has(fs.masked, t / "w/inner"));
 }
@@ -184,8 +192,9 @@ TEST_CASE("--allow-read keeps system paths and adds writable paths and the binar
   p.read_restricted = true;
   p.allow_read = {t / "data"};
   p.allow_write = {t / "out"};
-  REQUIRE(policy::finalize(p, c));
-  auto fs = policy::compute_fs(p, c);
+  auto resolved = policy::finalize(p, c);
+  REQUIRE(resolved);
+  auto fs = policy::compute_fs(p, *resolved, c);
   CHECK(has(fs.readable, "/usr"));
   CHECK(has(fs.readable, "/etc"));
   CHECK(has(fs.readable, t / "data"));
@@ -196,23 +205,23 @@ TEST_CASE("--allow-read keeps system paths and adds writable paths and the binar
 TEST_CASE("build_env: the default allowlist, then allow, deny and set") {
   auto c = caller_in("/", "/home/u");
   zerobox::Policy p;
-  auto env = policy::build_env(p, c);
+  auto env = policy::build_env(p, {}, c);
   CHECK(has(env, "PATH=/usr/bin:/bin"));
   CHECK(has(env, "USER=u"));
   CHECK_FALSE(has(env, "SECRET=x"));
   p.allow_env = {"SECRET"};
-  CHECK(has(policy::build_env(p, c), "SECRET=x"));
+  CHECK(has(policy::build_env(p, {}, c), "SECRET=x"));
   p.deny_env = {"SECRET", "USER"};
-  env = policy::build_env(p, c);
+  env = policy::build_env(p, {}, c);
   CHECK_FALSE(has(env, "SECRET=x"));
   CHECK_FALSE(has(env, "USER=u"));
   p.env_set = {{"NEW", "1"}, {"PATH", "/x"}};
-  env = policy::build_env(p, c);
+  env = policy::build_env(p, {}, c);
   CHECK(has(env, "NEW=1"));
   CHECK(has(env, "PATH=/x"));
   p.env_all = true;
   p.deny_env = {};
-  CHECK(has(policy::build_env(p, c), "SECRET=x"));
+  CHECK(has(policy::build_env(p, {}, c), "SECRET=x"));
 }
 
 TEST_CASE("resolve_command searches PATH like execvp") {
@@ -230,8 +239,9 @@ TEST_CASE("a denied path that does not exist gets a placeholder when its parent 
   p.allow_write = {t / "w"};
   p.deny_write = {t / "w/later", t / "w/missing/deeper"};
   p.deny_read = {t / "w/secret", t / "elsewhere"};
-  REQUIRE(policy::finalize(p, c));
-  auto fs = policy::compute_fs(p, c);
+  auto resolved = policy::finalize(p, c);
+  REQUIRE(resolved);
+  auto fs = policy::compute_fs(p, *resolved, c);
   CHECK(fs.placeholders == std::vector<std::string>{t / "w/later", t / "w/secret"});
   CHECK(has(fs.read_only, t / "w/later"));
   CHECK(has(fs.masked, t / "w/secret"));
@@ -331,8 +341,9 @@ TEST_CASE("profile directories are never writable: read-only when there, guarded
       p.allow_write = {t / "home/.config"};
       p.protect = false;  // --no-protect does not lift them
     }
-    REQUIRE(policy::finalize(p, c));
-    auto fs = policy::compute_fs(p, c);
+    auto resolved = policy::finalize(p, c);
+    REQUIRE(resolved);
+    auto fs = policy::compute_fs(p, *resolved, c);
     CHECK(has(fs.read_only, t / "home/.config/zerobox"));
     if (variant != 2) CHECK(has(fs.absent_protected, t / "home/xdg/zerobox"));
   }
@@ -357,8 +368,9 @@ TEST_CASE("profile directories are never writable: read-only when there, guarded
     zerobox::Policy p;
     p.argv = {"true"};
     p.allow_write = {t / "home"};
-    REQUIRE(policy::finalize(p, c));
-    auto fs = policy::compute_fs(p, c);
+    auto resolved = policy::finalize(p, c);
+    REQUIRE(resolved);
+    auto fs = policy::compute_fs(p, *resolved, c);
     CHECK(has(fs.read_only, t / "home/dotfiles/zerobox"));
     CHECK(has(fs.protected_links, t / "home/.config/zerobox"));
   }
@@ -366,8 +378,9 @@ TEST_CASE("profile directories are never writable: read-only when there, guarded
     zerobox::Policy p;
     p.argv = {"true"};
     p.allow_write = {t / "home/xdg-other"};
-    REQUIRE(policy::finalize(p, c));
-    auto fs = policy::compute_fs(p, c);
+    auto resolved = policy::finalize(p, c);
+    REQUIRE(resolved);
+    auto fs = policy::compute_fs(p, *resolved, c);
     CHECK_FALSE(has(fs.read_only, t / "home/.config/zerobox"));
     CHECK_FALSE(has(fs.absent_protected, t / "home/xdg/zerobox"));
   }
@@ -384,8 +397,9 @@ TEST_CASE("credentials, histories and browser profiles are unreadable unless nam
   zerobox::Policy p;
   p.argv = {"true"};
   p.allow_read = {t / "home/.npmrc"};  // named, as --allow-read names it
-  REQUIRE(policy::finalize(p, c));
-  auto fs = policy::compute_fs(p, c);
+  auto resolved = policy::finalize(p, c);
+  REQUIRE(resolved);
+  auto fs = policy::compute_fs(p, *resolved, c);
   for (const char* m : {".bash_history", ".vault-token", ".docker", ".mozilla", ".config/google-chrome", ".local/share/keyrings"}) {
     CHECK(has(fs.masked, t / (std::string("home/") + m)));
   }

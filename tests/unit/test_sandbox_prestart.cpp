@@ -33,7 +33,7 @@ int run_with(std::vector<std::string> flags, const std::string& script, bool pre
   std::vector<std::string> env = {"PATH=/usr/bin:/bin"};
   flags.insert(flags.end(), {"--quiet", "--", "/bin/sh", "-c", script});
   auto parsed = cli::parse_args(flags, env);
-  return zerobox::run_prestarted(std::move(parsed.policy), env, {}, exec::Prestart::launch(prestart_net));
+  return zb::run::run_prestarted(std::move(parsed.policy), env, parsed.options, exec::Prestart::launch(prestart_net));
 }
 
 bool no_children_left() {
