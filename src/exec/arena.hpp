@@ -53,13 +53,13 @@ class SharedArena {
     }
     m_used = start + n * sizeof(T);
     T* out = reinterpret_cast<T*>(m_base + start);
-    for (std::size_t i = 0; i < n; ++i) new (out + i) T{};
+    for (std::size_t i = 0; i < n; ++i) new (static_cast<void*>(out + i)) T{};
     return out;
   }
   // A NUL-terminated copy (bytes after an embedded NUL are kept but unseen by C calls).
   char* str(const std::string& s) {
     char* out = array<char>(s.size() + 1);
-    if (out != nullptr) std::memcpy(out, s.data(), s.size());
+    if (out != nullptr) std::memcpy(out, s.c_str(), s.size() + 1);
     return out;
   }
   // A NULL-terminated array of copies, as execve() takes.

@@ -185,8 +185,8 @@ struct LiveBlocker::Impl {
   }
 };
 
-LiveBlocker::LiveBlocker(std::vector<std::string> absent_at_start) : m_impl(std::make_shared<Impl>()) {
-  for (auto& a : absent_at_start) m_impl->watched.push_back({a, a, 0});
+LiveBlocker::LiveBlocker(const std::vector<std::string>& absent_at_start) : m_impl(std::make_shared<Impl>()) {
+  for (const auto& a : absent_at_start) m_impl->watched.push_back({a, a, 0});
 }
 
 LiveBlocker::~LiveBlocker() { stop(); }

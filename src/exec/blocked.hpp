@@ -27,7 +27,7 @@ std::vector<std::string> move_created_aside(const std::vector<std::string>& abse
 // times is left to that sweep.
 class LiveBlocker {
  public:
-  explicit LiveBlocker(std::vector<std::string> absent_at_start);
+  explicit LiveBlocker(const std::vector<std::string>& absent_at_start);
   ~LiveBlocker();
   LiveBlocker(const LiveBlocker&) = delete;
   LiveBlocker& operator=(const LiveBlocker&) = delete;

@@ -132,7 +132,7 @@ void run_init(const InitArgs& a) {
   // vfork: no copy of init's page tables (a copy of the supervisor's), and no atfork
   // handlers. The child only makes system calls until execve or _exit, and init resumes
   // once it has done either.
-  pid_t pid = ::vfork();
+  pid_t pid = ::vfork();  // NOLINT(bugprone-unsafe-functions): chosen for the reasons above
   if (pid < 0) {
     send_msg(a.report_fd, k_msg_setup_failed, k_step_fork, -1, errno, 0);
     ::_exit(1);

@@ -95,7 +95,7 @@ void StdioRelay::start(int channel) {
     int stop = m_stop.get();
     if (raw->target == 0) {
       raw->start = ::lseek(0, 0, SEEK_CUR);
-      raw->peek = std::move(peek);
+      raw->peek.reset(peek.release());  // to the one stdin pipe; a second would get none
       ::fcntl(raw->end.get(), F_SETFL, O_NONBLOCK);
       raw->thread = std::thread([raw, stop] {
         char buf[k_chunk];

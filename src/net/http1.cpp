@@ -245,6 +245,7 @@ std::optional<std::uint64_t> chunk_size(std::string_view line) {
   std::uint64_t size = 0;
   while (digits < line.size() && std::isxdigit(static_cast<unsigned char>(line[digits]))) ++digits;
   if (digits == 0 || digits > 15) return std::nullopt;
+  // NOLINTNEXTLINE(bugprone-suspicious-stringview-data-usage): from_chars takes the end
   std::from_chars(line.data(), line.data() + digits, size, 16);
   std::string_view rest = trim_ows(line.substr(digits));
   if (!rest.empty() && rest.front() != ';') return std::nullopt;

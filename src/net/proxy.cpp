@@ -51,7 +51,7 @@ awaitable<void> serve(std::shared_ptr<Conn> c) {
   c->close_all();
 }
 
-void log_exception(std::exception_ptr e) {
+void log_exception(const std::exception_ptr& e) {
   if (!e) return;
   try {
     std::rethrow_exception(e);

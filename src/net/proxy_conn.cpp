@@ -18,8 +18,8 @@ using namespace std::chrono_literals;
 
 namespace {
 
-constexpr std::size_t k_read_chunk = 16 * 1024;
-constexpr std::size_t k_linger_max = 1024 * 1024;
+constexpr std::size_t k_read_chunk = std::size_t{16} * 1024;
+constexpr std::size_t k_linger_max = std::size_t{1024} * 1024;
 // After an error reply: how long unread request bytes are drained before closing, so the
 // kernel does not answer them with a RST that can destroy the reply in flight.
 constexpr auto k_linger_timeout = 2s;

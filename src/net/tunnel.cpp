@@ -24,7 +24,7 @@ using namespace asio::experimental::awaitable_operators;
 
 namespace {
 
-constexpr std::size_t k_splice_chunk = 64 * 1024;  // the default pipe capacity
+constexpr std::size_t k_splice_chunk = std::size_t{64} * 1024;  // the default pipe capacity
 
 enum class PumpEnd { eof, error, no_splice };
 

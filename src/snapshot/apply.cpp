@@ -122,7 +122,7 @@ Result<ApplyReport> apply_changes(store::Store& store, const store::Session& s, 
       auto ch = check(store, tree, c);
       if (!ch) return std::unexpected(ch.error());
       if (ch->where == Where::Conflict) report.conflicts.push_back(describe_conflict(c, ch->now));
-      checked.push_back(std::move(*ch));
+      checked.push_back(*ch);
     }
     return {};
   };
@@ -414,7 +414,6 @@ Result<void> apply_from_file(const std::string& root, const Change& change, cons
   Tree tree({root});
   // Directories needed by an excluded file are created (they may be pending in the journal).
   std::string rel = root == "/" ? change.path.substr(1) : change.path.substr(root.size() + 1);
-  std::string built = root;
   for (std::size_t pos = rel.find('/'); pos != std::string::npos; pos = rel.find('/', pos + 1)) {
     std::string dir = path::join(root, rel.substr(0, pos));
     auto par = tree.parent(dir);

@@ -493,7 +493,7 @@ std::int64_t inode_label(const struct stat& st) {
 }
 
 Result<bool> same_content(int a, int b, std::int64_t size_in) {
-  constexpr std::size_t k_chunk = 64 * 1024;
+  constexpr std::size_t k_chunk = std::size_t{64} * 1024;
   auto buf = std::make_unique<char[]>(2 * k_chunk);
   char* ba = buf.get();
   char* bb = buf.get() + k_chunk;

@@ -26,7 +26,7 @@ namespace {
 
 // Large enough that read(2) and the hash run at disk speed, small enough that many
 // concurrent zerobox processes do not notice it.
-constexpr std::size_t k_chunk = 128 * 1024;
+constexpr std::size_t k_chunk = std::size_t{128} * 1024;
 
 struct FreeXxh {
   void operator()(XXH3_state_t* s) const { XXH3_freeState(s); }

@@ -5,6 +5,8 @@
 // time, and ld warns about it on every link. The wrappers below replace the references
 // from libsqlite3.a, so extension loading fails cleanly instead.
 
+// The names are the linker's: --wrap=SYM sends SYM to __wrap_SYM.
+// NOLINTBEGIN(bugprone-reserved-identifier)
 extern "C" {
 
 void* __wrap_dlopen(const char* /*file*/, int /*mode*/) { return nullptr; }
@@ -19,3 +21,4 @@ char* __wrap_dlerror() {
 }
 
 }  // extern "C"
+// NOLINTEND(bugprone-reserved-identifier)

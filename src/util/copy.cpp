@@ -19,7 +19,7 @@ namespace {
 // has to cover a multi-gigabyte range (the kernel caps a call near 2 GiB anyway).
 constexpr std::int64_t k_chunk = std::int64_t{1} << 30;
 // The read/write fallback's buffer, and the granularity at which it finds zero blocks.
-constexpr std::int64_t k_block = 128 * 1024;
+constexpr std::int64_t k_block = std::int64_t{128} * 1024;
 
 bool unsupported(int err) {
   return err == EXDEV || err == EINVAL || err == ENOSYS || err == EOPNOTSUPP;

@@ -1,6 +1,7 @@
 // UniqueFd: the single owner of a file descriptor. Move-only; closes on destruction.
 #pragma once
 
+#include <errno.h>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -26,8 +27,14 @@ class UniqueFd {
   int get() const { return m_fd; }
   explicit operator bool() const { return m_fd >= 0; }
   int release() { return std::exchange(m_fd, -1); }
+  // Keeps errno: `f.reset(::open(...)); if (!f && errno == ENOENT)` reads open's errno
+  // even when an old descriptor was closed after the open.
   void reset(int fd = -1) {
-    if (m_fd >= 0) ::close(m_fd);
+    if (m_fd >= 0) {
+      int saved = errno;
+      ::close(m_fd);
+      errno = saved;
+    }
     m_fd = fd;
   }
 

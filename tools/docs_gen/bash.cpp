@@ -90,6 +90,7 @@ std::string write_bash(const Command& run, const std::vector<Command>& snapshot)
 
   // zerobox snapshot SUBCOMMAND
   std::vector<std::string> subs;
+  subs.reserve(snapshot.size());
   for (const auto& s : snapshot) subs.push_back(s.name);
   b += "_zerobox_snapshot_value() {\n  local IFS=$'\\n'\n  case $sub in\n";
   for (const auto& s : snapshot) {
