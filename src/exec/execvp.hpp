@@ -1,6 +1,6 @@
 // The command's execve over its candidates (argv[0] as given, or each PATH entry with it),
 // the same for a sandboxed run (init, exec/init.cpp) and for --no-sandbox
-// (run/run.cpp), so both give one answer for one PATH.
+// (run/unsandboxed.cpp), so both give one answer for one PATH.
 #pragma once
 
 #include <string>

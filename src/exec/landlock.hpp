@@ -27,6 +27,11 @@ struct LandlockPlan {
   std::vector<LandlockRule> rules;
 };
 
+// The Landlock ruleset for `fs` at kernel ABI `abi` (0 or less: no Landlock, an empty
+// plan). Only write rights are handled: the paths of fs.writable (or "/" for a bare
+// --allow-write), scratch /tmp, /var/tmp and /dev/shm, and file writes under /dev and
+// /proc; from ABI 6 abstract unix sockets and signals are scoped. Pure; applied in the
+// child by landlock_apply.cpp.
 LandlockPlan make_landlock_plan(const policy::FsRules& fs, int abi);
 
 // A LandlockPlan as the child reads it, in memory shared with the supervisor (see

@@ -90,6 +90,13 @@ struct PlanOptions {
   std::vector<std::string> ca_bundle_targets;
 };
 
+// The mount table of the sandbox's root, as data: the ops the child executes in order
+// (execute_plan, mount.cpp) and a note for --debug on each decision. It changes nothing
+// on the host: it reads the host's mounts from `mounts` and looks at (stat, readlink,
+// readdir) the paths it shows, to mirror their types, modes and links. `cwd` is the
+// command's working directory, which exists in the sandbox even where it is not
+// readable; `opts` holds the session's layers, the store and the trust bundle. Every
+// path of `fs` is absolute and canonical (policy::compute_fs).
 Plan build_plan(const policy::FsRules& fs, const MountTable& mounts, const std::string& cwd,
                 const PlanOptions& opts);
 

@@ -231,7 +231,7 @@ Result<Resolved> finalize(Policy& p, const Caller& c) {
   if (!canon_cwd->exists) return fail("working directory " + log::quote(cwd), ENOENT);
   if (path::kind_of(canon_cwd->path) != path::Kind::Directory) return fail("working directory " + log::quote(cwd), ENOTDIR);
   p.cwd = canon_cwd->path;
-  Caller at_cwd = c;  // relative paths are relative to the caller's directory, not -C
+  const Caller& at_cwd = c;  // relative paths are relative to the caller's directory, not -C
 
   if (p.allow_all) {
     p.write_all = true;
