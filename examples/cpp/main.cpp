@@ -33,12 +33,13 @@ int main(int argc, char** argv) {
   if (argc > 1) {
     policy.argv.assign(argv + 1, argv + argc);
   } else {
-    policy.argv = {"/bin/sh", "-c",
-                   "echo 'hello from the sandbox' > result.txt\n"
-                   "if { echo x > \"$HOME/zerobox-example-escape\"; } 2>/dev/null; then echo 'home: writable'; exit 1; fi\n"
-                   "echo 'home: read-only'\n"
-                   "if grep -v -e '|' -e ' lo:' /proc/net/dev | grep -q :; then echo 'network: present'; exit 1; fi\n"
-                   "echo 'network: loopback only'\n"};
+    policy.argv = {
+        "/bin/sh", "-c",
+        "echo 'hello from the sandbox' > result.txt\n"
+        "if { echo x > \"$HOME/zerobox-example-escape\"; } 2>/dev/null; then echo 'home: writable'; exit 1; fi\n"
+        "echo 'home: read-only'\n"
+        "if grep -v -e '|' -e ' lo:' /proc/net/dev | grep -q :; then echo 'network: present'; exit 1; fi\n"
+        "echo 'network: loopback only'\n"};
   }
 
   std::vector<std::string> env;

@@ -58,9 +58,9 @@ struct Policy {
   std::vector<std::string> deny_env;                         // --deny-env: never passed on
 
   // Snapshots.
-  SnapshotMode snapshot = SnapshotMode::Off;   // --snapshot, --restore or --review
-  std::vector<std::string> snapshot_paths;     // --snapshot-path: the tracked roots; empty: chosen by run()
-  std::vector<std::string> snapshot_exclude;   // --snapshot-exclude patterns
+  SnapshotMode snapshot = SnapshotMode::Off;  // --snapshot, --restore or --review
+  std::vector<std::string> snapshot_paths;    // --snapshot-path: the tracked roots; empty: chosen by run()
+  std::vector<std::string> snapshot_exclude;  // --snapshot-exclude patterns
 
   // The command and how it runs.
   std::vector<std::string> argv;  // the command and its arguments; argv[0] is searched on PATH

@@ -30,10 +30,10 @@ namespace {
 // CLI11 as their hidden twin "--flag-all-internal" (app.hpp).
 const std::set<std::string> k_optional_value = {"--allow-write", "--allow-net", "--allow-env"};
 // Long options that take their value after "=" or as the next word.
-const std::set<std::string> k_takes_value = {
-    "--allow-read", "--deny-read", "--deny-write", "--deny-net", "--resolve", "--upstream-ca", "--secret",
-    "--secret-file", "--secret-host", "--env", "--deny-env", "--status-fd", "--profile", "--snapshot-path",
-    "--snapshot-exclude", "--tmpfs-size"};
+const std::set<std::string> k_takes_value = {"--allow-read",  "--deny-read",     "--deny-write",       "--deny-net",
+                                             "--resolve",     "--upstream-ca",   "--secret",           "--secret-file",
+                                             "--secret-host", "--env",           "--deny-env",         "--status-fd",
+                                             "--profile",     "--snapshot-path", "--snapshot-exclude", "--tmpfs-size"};
 // Short options: those that take a value (attached, "-CDIR", or as the next word) and flags.
 constexpr std::string_view k_short_value = "C";
 constexpr std::string_view k_short_flags = "AhV";
@@ -154,56 +154,87 @@ std::unique_ptr<CLI::App> make_run_app(RunFlags& f) {
     }
     return out;
   });
-  app.footer("Exit status: the command's own; 128+N if killed by signal N; 2 usage error;\n"
-             "125 zerobox could not set up the sandbox; 126 not executable; 127 not found.\n"
-             "Full reference: docs/usage.md.");
+  app.footer(
+      "Exit status: the command's own; 128+N if killed by signal N; 2 usage error;\n"
+      "125 zerobox could not set up the sandbox; 126 not executable; 127 not found.\n"
+      "Full reference: docs/usage.md.");
 
   const char* fs = "Filesystem";
   app.add_option("--allow-read", f.allow_read, "Limit readable user data to these paths (system paths stay readable)")
-      ->group(fs)->type_name("P[,P...]");
-  app.add_option("--deny-read", f.deny_read, "These paths cannot be read; wins over --allow-read")->group(fs)->type_name("P[,P...]");
+      ->group(fs)
+      ->type_name("P[,P...]");
+  app.add_option("--deny-read", f.deny_read, "These paths cannot be read; wins over --allow-read")
+      ->group(fs)
+      ->type_name("P[,P...]");
   app.add_option("--allow-write", f.allow_write, "These paths are writable; with no value, everything is")
-      ->group(fs)->type_name("[=P,...]");
+      ->group(fs)
+      ->type_name("[=P,...]");
   app.add_flag("--allow-write-all-internal", f.write_all)->group("");
-  app.add_option("--deny-write", f.deny_write, "These paths stay read-only; wins over --allow-write")->group(fs)->type_name("P[,P...]");
-  app.add_flag("--no-protect", f.no_protect, "Do not protect shell start-up files, git hooks and credentials")->group(fs);
-  app.add_option("--tmpfs-size", f.tmpfs_size, "Most scratch /tmp, /var/tmp and /dev/shm hold together (default: half the RAM)")
-      ->group(fs)->type_name("SIZE[K|M|G]");
+  app.add_option("--deny-write", f.deny_write, "These paths stay read-only; wins over --allow-write")
+      ->group(fs)
+      ->type_name("P[,P...]");
+  app.add_flag("--no-protect", f.no_protect, "Do not protect shell start-up files, git hooks and credentials")
+      ->group(fs);
+  app.add_option("--tmpfs-size", f.tmpfs_size,
+                 "Most scratch /tmp, /var/tmp and /dev/shm hold together (default: half the RAM)")
+      ->group(fs)
+      ->type_name("SIZE[K|M|G]");
 
   const char* snap = "Snapshots";
-  app.add_flag("--snapshot", f.snapshot, "Record writes in an overlay, apply them at exit, keep them undoable")->group(snap);
+  app.add_flag("--snapshot", f.snapshot, "Record writes in an overlay, apply them at exit, keep them undoable")
+      ->group(snap);
   app.add_flag("--restore", f.restore, "Record writes, then throw them away at exit")->group(snap);
   app.add_flag("--review", f.review, "Record writes and keep them pending until accepted")->group(snap);
-  app.add_option("--snapshot-path", f.snapshot_paths, "Which writable paths are tracked")->group(snap)->type_name("P[,P...]");
-  app.add_option("--snapshot-exclude", f.snapshot_exclude, "Paths never journaled (gitignore-like globs)")->group(snap)->type_name("GLOB[,...]");
+  app.add_option("--snapshot-path", f.snapshot_paths, "Which writable paths are tracked")
+      ->group(snap)
+      ->type_name("P[,P...]");
+  app.add_option("--snapshot-exclude", f.snapshot_exclude, "Paths never journaled (gitignore-like globs)")
+      ->group(snap)
+      ->type_name("GLOB[,...]");
 
   const char* net = "Network";
-  app.add_option("--allow-net", f.allow_net, "Allow these domains; with no value, the full network")->group(net)->type_name("[=D,...]");
+  app.add_option("--allow-net", f.allow_net, "Allow these domains; with no value, the full network")
+      ->group(net)
+      ->type_name("[=D,...]");
   app.add_flag("--allow-net-all-internal", f.net_all)->group("");
   app.add_option("--deny-net", f.deny_net, "Never these domains")->group(net)->type_name("D[,D...]");
-  app.add_option("--resolve", f.resolve, "Connect to IP for HOST (like curl --resolve)")->group(net)->type_name("HOST:IP");
-  app.add_option("--upstream-ca", f.upstream_ca, "Extra CA certificates for upstream TLS")->group(net)->type_name("FILE");
+  app.add_option("--resolve", f.resolve, "Connect to IP for HOST (like curl --resolve)")
+      ->group(net)
+      ->type_name("HOST:IP");
+  app.add_option("--upstream-ca", f.upstream_ca, "Extra CA certificates for upstream TLS")
+      ->group(net)
+      ->type_name("FILE");
 
   const char* sec = "Secrets";
-  app.add_option("--secret", f.secrets, "The command sees a placeholder; the proxy substitutes VALUE")->group(sec)->type_name("KEY[=VALUE]");
+  app.add_option("--secret", f.secrets, "The command sees a placeholder; the proxy substitutes VALUE")
+      ->group(sec)
+      ->type_name("KEY[=VALUE]");
   app.add_option("--secret-file", f.secret_files, "Same, VALUE read from a file")->group(sec)->type_name("KEY=PATH");
   app.add_option("--secret-host", f.secret_hosts, "Restrict KEY to these hosts")->group(sec)->type_name("KEY=H[,H...]");
 
   const char* envg = "Environment";
   app.add_option("--env", f.envs, "Set a variable (repeatable)")->group(envg)->type_name("KEY=VALUE");
-  app.add_option("--allow-env", f.allow_env, "Inherit these variables; with no value, all of them")->group(envg)->type_name("[=K,...]");
+  app.add_option("--allow-env", f.allow_env, "Inherit these variables; with no value, all of them")
+      ->group(envg)
+      ->type_name("[=K,...]");
   app.add_flag("--allow-env-all-internal", f.env_all)->group("");
-  app.add_option("--deny-env", f.deny_env, "Drop these variables; wins over --allow-env")->group(envg)->type_name("K[,K...]");
+  app.add_option("--deny-env", f.deny_env, "Drop these variables; wins over --allow-env")
+      ->group(envg)
+      ->type_name("K[,K...]");
 
   const char* other = "Other";
-  app.add_flag("-A,--allow-all", f.allow_all, "All filesystem and network permissions (env and secrets still apply)")->group(other);
+  app.add_flag("-A,--allow-all", f.allow_all, "All filesystem and network permissions (env and secrets still apply)")
+      ->group(other);
   app.add_flag("--no-sandbox", f.no_sandbox, "No isolation at all; the environment policy still applies")->group(other);
   app.add_flag("--strict-sandbox", f.strict, "Fail (125) if any isolation layer is unavailable")->group(other);
   app.add_option("-C", f.cwd, "Working directory of the command")->group(other)->type_name("DIR");
-  app.add_option("--status-fd", f.status_fd, "JSON Lines lifecycle events on fd N (N >= 3)")->group(other)->type_name("N");
+  app.add_option("--status-fd", f.status_fd, "JSON Lines lifecycle events on fd N (N >= 3)")
+      ->group(other)
+      ->type_name("N");
   app.add_flag("--debug", f.debug, "Print the effective policy, mounts, layers and decisions on stderr")->group(other);
   app.add_option("--profile", f.profile, "Load flags from a TOML profile (~/.config/zerobox/NAME.toml or a file)")
-      ->group(other)->type_name("NAME|FILE");
+      ->group(other)
+      ->type_name("NAME|FILE");
   app.add_flag("--quiet", f.quiet, "No zerobox messages on stderr except errors")->group(other);
   // A list option takes one value per use: left to itself, CLI11 would let it take the
   // words after that value too, and a "--" with them.
@@ -328,11 +359,17 @@ Parsed parse_args(const std::vector<std::string>& raw_args, const std::vector<st
     apply_profile(profile, p, out.options, environ);
     // As on the command line, an empty entry is a mistake, and as a path it would mean
     // the working directory.
-    const std::pair<const char*, const std::vector<std::string>*> lists[] = {
-        {"allow-read", &p.allow_read},   {"deny-read", &p.deny_read},         {"allow-write", &p.allow_write},
-        {"deny-write", &p.deny_write},   {"allow-net", &p.allow_net},         {"deny-net", &p.deny_net},
-        {"allow-env", &p.allow_env},     {"deny-env", &p.deny_env},           {"upstream-ca", &p.upstream_ca},
-        {"snapshot-path", &p.snapshot_paths}, {"snapshot-exclude", &p.snapshot_exclude}};
+    const std::pair<const char*, const std::vector<std::string>*> lists[] = {{"allow-read", &p.allow_read},
+                                                                             {"deny-read", &p.deny_read},
+                                                                             {"allow-write", &p.allow_write},
+                                                                             {"deny-write", &p.deny_write},
+                                                                             {"allow-net", &p.allow_net},
+                                                                             {"deny-net", &p.deny_net},
+                                                                             {"allow-env", &p.allow_env},
+                                                                             {"deny-env", &p.deny_env},
+                                                                             {"upstream-ca", &p.upstream_ca},
+                                                                             {"snapshot-path", &p.snapshot_paths},
+                                                                             {"snapshot-exclude", &p.snapshot_exclude}};
     for (const auto& [key, list] : lists) {
       if (std::find(list->begin(), list->end(), "") != list->end()) {
         throw UsageError{"--profile " + profile + ": " + key + ": empty value"};
@@ -349,7 +386,8 @@ Parsed parse_args(const std::vector<std::string>& raw_args, const std::vector<st
   if (no_protect) p.protect = false;
   if (app.count("--tmpfs-size") != 0) {
     auto size = policy::parse_size(f.tmpfs_size);
-    if (!size) throw UsageError{"--tmpfs-size: '" + f.tmpfs_size + "' is not a size (a number of bytes, or with K, M, G or T)"};
+    if (!size)
+      throw UsageError{"--tmpfs-size: '" + f.tmpfs_size + "' is not a size (a number of bytes, or with K, M, G or T)"};
     p.tmpfs_size = *size;
   }
 

@@ -17,7 +17,7 @@ struct Parsed {
   Action action = Action::Run;
   zerobox::Policy policy;
   zerobox::RunOptions options;  // --status-fd, --debug, --quiet
-  std::string text;  // help or version text
+  std::string text;             // help or version text
 };
 
 Parsed parse_args(const std::vector<std::string>& args, const std::vector<std::string>& environ);

@@ -82,10 +82,12 @@ std::string check_owner(const std::string& flag, const std::string& abs) {
     for (std::string p = start;; p = path::parent(p)) {
       if (std::find(seen.begin(), seen.end(), p) != seen.end()) break;
       seen.push_back(p);
-      struct stat st {};
+      struct stat st{};
       if (::lstat(p.c_str(), &st) != 0) throw SetupError{flag + ": " + p + ": cannot be checked"};
       if (std::string why = unsafe(p, st, uid); !why.empty()) {
-        throw SetupError{flag + ": " + why + ": a profile others can change is refused (keep it and the directories above it the caller's or root's, and not writable by group or others)"};
+        throw SetupError{flag + ": " + why +
+                         ": a profile others can change is refused (keep it and the directories above it the caller's "
+                         "or root's, and not writable by group or others)"};
       }
       if (p == "/") break;
     }
@@ -189,7 +191,7 @@ void apply_profile(const std::string& name_or_file, zerobox::Policy& p, zerobox:
       for (auto& s : strings(node, key, file)) p.snapshot_exclude.push_back(s);
     } else if (key == "snapshot" || key == "restore" || key == "review") {
       if (boolean(node, key, file)) {
-        p.snapshot = key == "snapshot" ? zerobox::SnapshotMode::Snapshot
+        p.snapshot = key == "snapshot"  ? zerobox::SnapshotMode::Snapshot
                      : key == "restore" ? zerobox::SnapshotMode::Restore
                                         : zerobox::SnapshotMode::Review;
       }

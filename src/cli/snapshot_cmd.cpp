@@ -40,7 +40,7 @@ constexpr const char* k_id_option = "A unique prefix of a session id, or `last` 
 
 std::string format_time(std::int64_t ns, bool utc_iso) {
   time_t t = static_cast<time_t>(ns / 1000000000);
-  struct tm tm {};
+  struct tm tm{};
   char buf[64];
   if (utc_iso) {
     ::gmtime_r(&t, &tm);
@@ -231,8 +231,8 @@ int cmd_show(const Ctx& ctx, const std::string& arg, bool json) {
   if (s->signal) std::printf("exit      killed by signal %d\n", *s->signal);
   std::printf("changes   %lld (%lld added, %lld modified, %lld deleted, %lld type changed, %lld mode changed)\n",
               static_cast<long long>(j["changes"].get<std::int64_t>()), static_cast<long long>((*counts)[0]),
-              static_cast<long long>((*counts)[1]), static_cast<long long>((*counts)[2]), static_cast<long long>((*counts)[3]),
-              static_cast<long long>((*counts)[4]));
+              static_cast<long long>((*counts)[1]), static_cast<long long>((*counts)[2]),
+              static_cast<long long>((*counts)[3]), static_cast<long long>((*counts)[4]));
   return 0;
 }
 
@@ -245,7 +245,8 @@ int cmd_diff(const Ctx& ctx, const std::string& arg, const std::string& format, 
   auto changes = st->changes(s->id);
   if (!changes) throw SetupError{changes.error().message()};
   // As git: by path (the journal's order is the order of application).
-  std::stable_sort(changes->begin(), changes->end(), [](const store::Change& a, const store::Change& b) { return a.path < b.path; });
+  std::stable_sort(changes->begin(), changes->end(),
+                   [](const store::Change& a, const store::Change& b) { return a.path < b.path; });
   snapshot::DiffOptions o;
   o.format = format == "stat"          ? snapshot::DiffFormat::Stat
              : format == "name-status" ? snapshot::DiffFormat::NameStatus
@@ -305,7 +306,8 @@ int cmd_accept(const Ctx& ctx, const std::string& arg, bool force) {
   auto r = snapshot::accept_session(*st, s->id, {.force = force, .progress = true});
   if (!r) throw SetupError{r.error().message()};
   if (!r->conflicts.empty()) return report_conflicts(r->conflicts, "accept", s->id);
-  log::info("accepted session " + short_id(s->id) + " (" + std::to_string(r->applied) + (r->applied == 1 ? " change" : " changes") + " applied)");
+  log::info("accepted session " + short_id(s->id) + " (" + std::to_string(r->applied) +
+            (r->applied == 1 ? " change" : " changes") + " applied)");
   return 0;
 }
 
@@ -317,7 +319,8 @@ int cmd_restore(const Ctx& ctx, const std::string& arg, bool force) {
   auto r = snapshot::restore_session(*st, s->id, {.force = force, .progress = true});
   if (!r) throw SetupError{r.error().message()};
   if (!r->conflicts.empty()) return report_conflicts(r->conflicts, "restore", s->id);
-  log::info("restored session " + short_id(s->id) + " (" + std::to_string(r->applied) + (r->applied == 1 ? " change" : " changes") + " undone); undo with `zerobox snapshot restore " +
+  log::info("restored session " + short_id(s->id) + " (" + std::to_string(r->applied) +
+            (r->applied == 1 ? " change" : " changes") + " undone); undo with `zerobox snapshot restore " +
             short_id(r->session) + "`");
   return 0;
 }
@@ -346,7 +349,7 @@ int cmd_clean(const Ctx& ctx, const std::string& days_text) {
   if (!st) throw SetupError{st.error().message()};
   auto sessions = st->list_sessions();
   if (!sessions) throw SetupError{sessions.error().message()};
-  struct timespec now {};
+  struct timespec now{};
   ::clock_gettime(CLOCK_REALTIME, &now);
   std::int64_t cutoff = (static_cast<std::int64_t>(now.tv_sec) - days * 86400) * 1000000000 + now.tv_nsec;
   int removed = 0;
@@ -366,19 +369,22 @@ int cmd_clean(const Ctx& ctx, const std::string& days_text) {
 }  // namespace
 
 std::unique_ptr<CLI::App> make_snapshot_app(SnapshotFlags& f) {
-  auto app_owner = std::make_unique<CLI::App>("Review, apply and undo the changes recorded by --snapshot, --restore and --review.",
-                                              "zerobox snapshot");
+  auto app_owner = std::make_unique<CLI::App>(
+      "Review, apply and undo the changes recorded by --snapshot, --restore and --review.", "zerobox snapshot");
   CLI::App& app = *app_owner;
   app.require_subcommand(1);
   app.footer(std::string(k_id_help) + "\nExit status: 0 done; 1 refused or failed; 2 usage error.");
 
   auto* list = app.add_subcommand("list", "List sessions, oldest first");
   list->add_flag("--json", f.json, "Machine-readable output");
-  auto* show = app.add_subcommand("show", "Command, working directory, times, exit status, counts and state of a session");
+  auto* show =
+      app.add_subcommand("show", "Command, working directory, times, exit status, counts and state of a session");
   show->add_option("ID", f.id, k_id_option)->required();
   show->footer(k_id_help);
   show->add_flag("--json", f.json, "Machine-readable output");
-  auto* diff = app.add_subcommand("diff", "What a session changed, as a unified diff; on a terminal, control characters in contents show as `cat -v` shows them (^M, ^[, M-^[)");
+  auto* diff = app.add_subcommand("diff",
+                                  "What a session changed, as a unified diff; on a terminal, control characters in "
+                                  "contents show as `cat -v` shows them (^M, ^[, M-^[)");
   diff->add_option("ID", f.id, k_id_option)->required();
   diff->footer(k_id_help);
   diff->add_option("PATH", f.paths, "Only changes at or below these paths");
@@ -393,7 +399,8 @@ std::unique_ptr<CLI::App> make_snapshot_app(SnapshotFlags& f) {
   auto* discard = app.add_subcommand("discard", "Drop a pending session's changes (its diff stays available)");
   discard->add_option("ID", f.id, k_id_option)->required();
   discard->footer(k_id_help);
-  auto* restore = app.add_subcommand("restore", "Put the real filesystem back as it was before the session (journaled: undoable)");
+  auto* restore =
+      app.add_subcommand("restore", "Put the real filesystem back as it was before the session (journaled: undoable)");
   restore->add_option("ID", f.id, k_id_option)->required();
   restore->footer(k_id_help);
   restore->add_flag("--force", f.force, "Overwrite files that changed since the session was applied");
@@ -423,7 +430,8 @@ int snapshot_main(const std::vector<std::string>& args, const std::vector<std::s
   } catch (const CLI::ParseError& e) {
     std::string msg = e.what();
     if (app.get_subcommands().empty() && !args.empty() && args[0][0] != '-') {
-      msg = "unknown snapshot subcommand " + log::quote(args[0]) + " (list, show, diff, accept, discard, restore, clean)";
+      msg =
+          "unknown snapshot subcommand " + log::quote(args[0]) + " (list, show, diff, accept, discard, restore, clean)";
     } else if (args.empty()) {
       msg = "a snapshot subcommand is required (list, show, diff, accept, discard, restore, clean)";
     }
@@ -438,7 +446,8 @@ int snapshot_main(const std::vector<std::string>& args, const std::vector<std::s
   try {
     if (list->parsed()) return cmd_list(ctx, json);
     if (show->parsed()) return cmd_show(ctx, id, json);
-    if (diff->parsed()) return cmd_diff(ctx, id, stat ? "stat" : name_status ? "name-status" : json ? "json" : "patch", color, paths);
+    if (diff->parsed())
+      return cmd_diff(ctx, id, stat ? "stat" : name_status ? "name-status" : json ? "json" : "patch", color, paths);
     if (accept->parsed()) return cmd_accept(ctx, id, force);
     if (discard->parsed()) return cmd_discard(ctx, id);
     if (restore->parsed()) return cmd_restore(ctx, id, force);

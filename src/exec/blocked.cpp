@@ -1,16 +1,16 @@
 #include "exec/blocked.hpp"
 
 #include <fcntl.h>
-#include <sys/stat.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdio>
-#include <cstring>
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
+#include <cstring>
 #include <mutex>
 #include <system_error>
 #include <thread>
@@ -27,7 +27,8 @@ namespace {
 
 // The parent directory of p, opened without following any symlink on the way.
 UniqueFd open_parent(const std::string& p) {
-  return UniqueFd(util::openat2_fd(AT_FDCWD, path::parent(p).c_str(), O_PATH | O_DIRECTORY, RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS));
+  return UniqueFd(util::openat2_fd(AT_FDCWD, path::parent(p).c_str(), O_PATH | O_DIRECTORY,
+                                   RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS));
 }
 
 std::string base_name(const std::string& p) { return p.substr(p.find_last_of('/') + 1); }
@@ -44,7 +45,7 @@ Result<void> Placeholders::create(const std::vector<std::string>& paths) {
       if (errno == EEXIST) continue;  // appeared meanwhile: the plan masks what is there
       return fail("placeholder for denied path " + log::quote(p));
     }
-    struct stat st {};
+    struct stat st{};
     ::fstat(fd, &st);
     ::close(fd);
     m_made.push_back({p, st.st_dev, st.st_ino});
@@ -57,7 +58,7 @@ Placeholders::~Placeholders() {
     UniqueFd dir = open_parent(m.path);
     if (!dir) continue;
     std::string name = base_name(m.path);
-    struct stat st {};
+    struct stat st{};
     if (::fstatat(dir.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
     if (st.st_dev == m.dev && st.st_ino == m.ino && S_ISREG(st.st_mode) && st.st_size == 0) {
       ::unlinkat(dir.get(), name.c_str(), 0);
@@ -74,7 +75,7 @@ std::vector<std::string> move_created_aside(const std::vector<std::string>& path
     {
       UniqueFd parent = open_parent(p);
       if (parent) {
-        struct stat st {};
+        struct stat st{};
         if (::fstatat(parent.get(), base_name(p).c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
       } else if (errno == ENOENT) {
         continue;  // a directory on the way is missing: p was not created
@@ -94,7 +95,7 @@ std::vector<std::string> move_created_aside(const std::vector<std::string>& path
     std::string here;
     for (size_t i = 0; dir && i < parts.size(); ++i) {
       const std::string& name = parts[i];
-      struct stat st {};
+      struct stat st{};
       if (::fstatat(dir.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) break;  // not created
       if (i + 1 < parts.size() && S_ISDIR(st.st_mode)) {
         here = path::join(here.empty() ? "/" : here, name);
@@ -110,20 +111,24 @@ std::vector<std::string> move_created_aside(const std::vector<std::string>& path
       int rc = -1;
       for (int attempt = 0; attempt < 16 && rc != 0; ++attempt) {
         uint32_t r = 0;
-        if (::getrandom(&r, sizeof r, 0) != static_cast<ssize_t>(sizeof r)) r = static_cast<uint32_t>(::getpid() + attempt);
+        if (::getrandom(&r, sizeof r, 0) != static_cast<ssize_t>(sizeof r))
+          r = static_cast<uint32_t>(::getpid() + attempt);
         char suffix[16];
         std::snprintf(suffix, sizeof suffix, "%08x", r);
         target = name + ".zerobox-blocked-" + suffix;
-        rc = static_cast<int>(::syscall(SYS_renameat2, dir.get(), name.c_str(), dir.get(), target.c_str(), RENAME_NOREPLACE));
+        rc = static_cast<int>(
+            ::syscall(SYS_renameat2, dir.get(), name.c_str(), dir.get(), target.c_str(), RENAME_NOREPLACE));
         if (rc != 0 && errno != EEXIST) break;
       }
       if (rc == 0) {
-        out.push_back("the command created denied path " + log::quote(what) + (what == p ? "" : " (on the way to " + log::quote(p) + ")") +
-                      "; moved it to " + log::quote(path::join(here.empty() ? "/" : here, target)) +
+        out.push_back("the command created denied path " + log::quote(what) +
+                      (what == p ? "" : " (on the way to " + log::quote(p) + ")") + "; moved it to " +
+                      log::quote(path::join(here.empty() ? "/" : here, target)) +
                       " (name it in --allow-write to allow it)");
       } else {
-        out.push_back("error: the command created denied path " + log::quote(what) + " and it could not be moved aside: " +
-                      std::strerror(errno) + "; remove it before using this directory");
+        out.push_back("error: the command created denied path " + log::quote(what) +
+                      " and it could not be moved aside: " + std::strerror(errno) +
+                      "; remove it before using this directory");
       }
       break;
     }
@@ -158,7 +163,7 @@ struct LiveBlocker::Impl {
     for (auto& w : watched) {
       if (w.moves >= 20) continue;
       for (;;) {
-        struct stat st {};
+        struct stat st{};
         if (::lstat(w.gate.c_str(), &st) != 0) break;
         if (S_ISDIR(st.st_mode) && w.gate != w.path) {
           // A directory on the way appeared: look one level further.

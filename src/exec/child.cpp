@@ -103,7 +103,8 @@ bool no_reader(int report_fd) {
   bool guarded = s.n_guard_filter != 0 && (s.guard.count != 0 || s.guard.n_names != 0);
   if (drop_all_capabilities(guarded ? CAP_SYS_PTRACE : -1) != 0) die(report_fd, k_step_caps);
   if (s.n_seccomp != 0 && apply_seccomp({s.seccomp, s.n_seccomp}) != 0) die(report_fd, k_step_seccomp);
-  run_init(InitArgs{report_fd, s.argv, s.envp, s.candidates, arena, arena_size, s.guard_filter, s.n_guard_filter, s.guard});
+  run_init(
+      InitArgs{report_fd, s.argv, s.envp, s.candidates, arena, arena_size, s.guard_filter, s.n_guard_filter, s.guard});
 }
 
 }  // namespace zb::exec

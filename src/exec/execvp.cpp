@@ -16,7 +16,7 @@ int exec_first(char* const* candidates, char* const* argv, char* const* envp) {
     ::execve(*c, argv, envp);
     err = errno;
     if (err == EACCES) {
-      struct stat st {};
+      struct stat st{};
       if (::stat(*c, &st) == 0) saw_eacces = true;
       continue;
     }

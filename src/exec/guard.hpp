@@ -77,10 +77,10 @@ struct GuardState {
   std::size_t names_mask;
   const char* const* leaves;
   std::size_t leaves_mask;
-  unsigned umask;             // init's own at start, which the command inherits
-  bool umask_changed;         // a process in the sandbox called umask()
-  bool umask_unsettled;       // one's new umask did not show in /proc: read it every time
-  unsigned umask_calls;       // how many times: what was read of a thread before is stale
+  unsigned umask;        // init's own at start, which the command inherits
+  bool umask_changed;    // a process in the sandbox called umask()
+  bool umask_unsettled;  // one's new umask did not show in /proc: read it every time
+  unsigned umask_calls;  // how many times: what was read of a thread before is stale
   // What /proc/TID/status said (tgid, umask), per thread, while it lives (its pidfd), runs
   // the same program (the 16 random bytes of its auxv's AT_RANDOM: a thread that execs
   // takes the leader's tid and pidfd) and nothing called umask() since. Reading it costs
@@ -145,7 +145,7 @@ enum class GuardMade {
   new_dir,  // an empty directory, by mkdir
   dir,      // a directory that may hold anything (rename)
   symlink,
-  other,    // a file, device, FIFO or socket
+  other,  // a file, device, FIFO or socket
 };
 
 // The depth rule alone, for tests: 0 to allow making `full` (canonical, folded), EACCES

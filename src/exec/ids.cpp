@@ -28,9 +28,9 @@ using namespace mount_api;
 // File systems that never take an idmapping: not worth a system call each.
 bool never_idmapped(const std::string& type) {
   static const std::set<std::string> k_types = {
-      "proc",    "sysfs",   "devpts",  "devtmpfs", "cgroup",  "cgroup2",    "tracefs",     "debugfs",
-      "securityfs", "bpf",  "mqueue",  "pstore",   "configfs", "fusectl",   "binfmt_misc", "efivarfs",
-      "hugetlbfs", "autofs", "nsfs",   "rpc_pipefs", "selinuxfs"};
+      "proc",        "sysfs",      "devpts",    "devtmpfs", "cgroup", "cgroup2",    "tracefs",
+      "debugfs",     "securityfs", "bpf",       "mqueue",   "pstore", "configfs",   "fusectl",
+      "binfmt_misc", "efivarfs",   "hugetlbfs", "autofs",   "nsfs",   "rpc_pipefs", "selinuxfs"};
   return k_types.count(type) != 0;
 }
 
@@ -60,7 +60,9 @@ std::string own_ids_unavailable() {
   return "";
 }
 
-std::string own_id_map() { return "0 " + std::to_string(k_own_ids_base) + " " + std::to_string(k_own_ids_count) + "\n"; }
+std::string own_id_map() {
+  return "0 " + std::to_string(k_own_ids_base) + " " + std::to_string(k_own_ids_count) + "\n";
+}
 
 Result<IdmappedTree> idmapped_host_tree(int userns_fd) {
   std::ifstream in("/proc/self/mountinfo");
@@ -95,7 +97,7 @@ Result<IdmappedTree> idmapped_host_tree(int userns_fd) {
     if (m.point.empty() || m.point[0] != '/' || in_kernel_tree(m.point)) continue;
     // Only the mount its path reaches now: a mount covered by a later one (stacked on the
     // same point, or on a directory above) stays out of sight, as on the host.
-    struct statx sx {};
+    struct statx sx{};
     if (::statx(AT_FDCWD, m.point.c_str(), AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT, STATX_MNT_ID, &sx) != 0) {
       if (errno == ENOENT) continue;  // unmounted since
       return fail("statx " + m.point);
@@ -103,8 +105,9 @@ Result<IdmappedTree> idmapped_host_tree(int userns_fd) {
     if ((sx.stx_mask & STATX_MNT_ID) == 0) return fail_msg("statx " + m.point + ": no mount id (Linux before 5.8)");
     if (sx.stx_mnt_id != m.id) continue;
     unsigned recursive = kernel_tree(m.point) ? k_at_recursive : 0;
-    UniqueFd fd(static_cast<int>(::syscall(k_sys_open_tree, AT_FDCWD, m.point.c_str(),
-                                           k_open_tree_clone | recursive | AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT | O_CLOEXEC)));
+    UniqueFd fd(
+        static_cast<int>(::syscall(k_sys_open_tree, AT_FDCWD, m.point.c_str(),
+                                   k_open_tree_clone | recursive | AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT | O_CLOEXEC)));
     if (!fd) {
       if (errno == ENOENT) continue;
       return fail("clone the host's mount " + m.point + " (open_tree)");

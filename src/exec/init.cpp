@@ -5,10 +5,10 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/ioctl.h>
-#include <sys/socket.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -30,7 +30,7 @@ namespace zb::exec {
 namespace {
 
 volatile sig_atomic_t g_command = 0;
-volatile int g_guard_err = 0;  // set by the vfork()ed child, which shares our memory
+volatile int g_guard_err = 0;               // set by the vfork()ed child, which shares our memory
 volatile int g_command_makes_no_files = 0;  // ... as is this (forbid_making_files())
 
 void on_child(int) {}
@@ -68,7 +68,7 @@ int start_guard(const InitArgs& a, int channel) {
   // Handlers are reset by execve; what zerobox itself set to "ignore" (SIGPIPE) is
   // not, so restore the defaults of every signal zerobox touched. Signals the caller
   // ignored stay ignored, as across any exec.
-  struct sigaction dfl {};
+  struct sigaction dfl{};
   dfl.sa_handler = SIG_DFL;
   for (int s : k_forwarded_signals) ::sigaction(s, &dfl, nullptr);
   ::sigaction(SIGPIPE, &dfl, nullptr);
@@ -99,7 +99,7 @@ void run_init(const InitArgs& a) {
   sigemptyset(&fwd);
   for (int s : k_forwarded_signals) sigaddset(&fwd, s);
   ::sigprocmask(SIG_BLOCK, &fwd, nullptr);
-  struct sigaction sa {};
+  struct sigaction sa{};
   sa.sa_handler = forward;
   sigemptyset(&sa.sa_mask);
   for (int s : k_forwarded_signals) ::sigaction(s, &sa, nullptr);
@@ -114,7 +114,8 @@ void run_init(const InitArgs& a) {
   GuardState guard{};
   int guard_pair[2] = {-1, -1};
   if (a.n_guard_filter != 0 && (a.guard.count != 0 || a.guard.n_names != 0)) {
-    if (!prepare_guard(a.guard, a.report_fd, guard) || ::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, guard_pair) != 0) {
+    if (!prepare_guard(a.guard, a.report_fd, guard) ||
+        ::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, guard_pair) != 0) {
       g_guard_err = errno;
     }
   }
@@ -123,7 +124,7 @@ void run_init(const InitArgs& a) {
   sigemptyset(&chld);
   sigaddset(&chld, SIGCHLD);
   if (guard_pair[0] >= 0) {
-    struct sigaction sc {};
+    struct sigaction sc{};
     sc.sa_handler = on_child;
     sigemptyset(&sc.sa_mask);
     ::sigaction(SIGCHLD, &sc, nullptr);
@@ -160,7 +161,7 @@ void run_init(const InitArgs& a) {
     // inter-processor interrupt, which a VM pays dearly for). Older kernels refuse it.
     if (listener >= 0) {
       constexpr unsigned long k_notif_set_flags = _IOW('!', 4, std::uint64_t);  // SECCOMP_IOCTL_NOTIF_SET_FLAGS
-      constexpr std::uint64_t k_sync_wake_up = 1;  // SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP
+      constexpr std::uint64_t k_sync_wake_up = 1;                               // SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP
       (void)::ioctl(listener, k_notif_set_flags, k_sync_wake_up);
     }
     ::close(guard_pair[1]);

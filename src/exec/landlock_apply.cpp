@@ -29,7 +29,7 @@ int apply_landlock(const FlatLandlock& plan, int tty_dir_fd, int& failed_rule) {
   // /dev/stdout and friends, with the access the caller opened them with: a read-only
   // stdin does not become writable that way.
   for (int fd = 0; fd <= 2; ++fd) {
-    struct stat st {};
+    struct stat st{};
     int fl = ::fcntl(fd, F_GETFL);
     if (fl < 0 || ::fstat(fd, &st) != 0 || !(S_ISREG(st.st_mode) || S_ISCHR(st.st_mode))) continue;
     uint64_t access = 0;
@@ -42,7 +42,7 @@ int apply_landlock(const FlatLandlock& plan, int tty_dir_fd, int& failed_rule) {
     const FlatLandlockRule& rule = plan.rules[i];
     int fd = ::open(rule.path, O_PATH | O_CLOEXEC);
     if (fd < 0) continue;  // not present in this sandbox: nothing to grant
-    struct stat st {};
+    struct stat st{};
     uint64_t access = rule.access & plan.handled_fs;
     if (::fstat(fd, &st) == 0 && !S_ISDIR(st.st_mode)) access &= k_file_rights;
     PathBeneathAttr pb{access, fd};

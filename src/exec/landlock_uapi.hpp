@@ -23,8 +23,8 @@ inline constexpr uint64_t k_make_sock = 1ULL << 9;
 inline constexpr uint64_t k_make_fifo = 1ULL << 10;
 inline constexpr uint64_t k_make_block = 1ULL << 11;
 inline constexpr uint64_t k_make_sym = 1ULL << 12;
-inline constexpr uint64_t k_refer = 1ULL << 13;     // ABI 2
-inline constexpr uint64_t k_truncate = 1ULL << 14;  // ABI 3
+inline constexpr uint64_t k_refer = 1ULL << 13;               // ABI 2
+inline constexpr uint64_t k_truncate = 1ULL << 14;            // ABI 3
 inline constexpr uint64_t k_scope_abstract_unix = 1ULL << 0;  // ABI 6
 inline constexpr uint64_t k_scope_signal = 1ULL << 1;         // ABI 6
 inline constexpr uint32_t k_create_ruleset_version = 1U << 0;
@@ -44,7 +44,7 @@ struct __attribute__((packed)) PathBeneathAttr {
 inline constexpr long k_sys_create = 444, k_sys_add = 445, k_sys_restrict = 446;
 #else
 inline constexpr long k_sys_create = SYS_landlock_create_ruleset, k_sys_add = SYS_landlock_add_rule,
-               k_sys_restrict = SYS_landlock_restrict_self;
+                      k_sys_restrict = SYS_landlock_restrict_self;
 #endif
 
 inline constexpr uint64_t k_file_rights = k_execute | k_write_file | k_read_file | k_truncate;

@@ -118,7 +118,8 @@ void Prestart::clone_and_map() {
       if (!ns) return fail("open " + ns_path);
       return idmapped_host_tree(ns.get());
     }();
-    if (tree && send_host_tree(m_channel_parent.get(), *tree) != 0) tree = fail("send the host's mounts to the sandbox");
+    if (tree && send_host_tree(m_channel_parent.get(), *tree) != 0)
+      tree = fail("send the host's mounts to the sandbox");
     if (tree) {
       note = ids_note(true, "", &*tree);
       break;
@@ -136,7 +137,8 @@ void Prestart::clone_and_map() {
   if (pid < 0) {
     error = clone_error(clone_err);
   } else if (!own) {
-    if (auto maps = write_id_maps(static_cast<pid_t>(pid), false); !maps) error = "write uid/gid maps: " + maps.error().message();
+    if (auto maps = write_id_maps(static_cast<pid_t>(pid), false); !maps)
+      error = "write uid/gid maps: " + maps.error().message();
     note = ids_note(false, why_not, nullptr);
   }
   // Notified under the lock: once it is released, the object may be gone, and nothing

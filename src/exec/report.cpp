@@ -62,7 +62,8 @@ Reports read_reports(int fd, const SandboxSpec& spec, const std::function<void(b
       if (m.value <= 0 || m.value > PIPE_BUF) continue;
       std::string path(static_cast<std::size_t>(m.value), '\0');
       if (::read(fd, path.data(), path.size()) != static_cast<ssize_t>(path.size())) break;
-      if (!got_final && guarded && std::find(res.guard_refused.begin(), res.guard_refused.end(), path) == res.guard_refused.end()) {
+      if (!got_final && guarded &&
+          std::find(res.guard_refused.begin(), res.guard_refused.end(), path) == res.guard_refused.end()) {
         res.guard_refused.push_back(path);
       }
       continue;
@@ -78,8 +79,8 @@ Reports read_reports(int fd, const SandboxSpec& spec, const std::function<void(b
         break;
       case k_msg_skipped:
         if (!started && op_ok(m.index)) {
-          res.notes.push_back("skipped optional " + overlay::describe(spec.plan.ops[static_cast<size_t>(m.index)]) + ": " +
-                              std::strerror(m.err));
+          res.notes.push_back("skipped optional " + overlay::describe(spec.plan.ops[static_cast<size_t>(m.index)]) +
+                              ": " + std::strerror(m.err));
         }
         break;
       case k_msg_landlock:
@@ -88,11 +89,12 @@ Reports read_reports(int fd, const SandboxSpec& spec, const std::function<void(b
       case k_msg_guard:
         if (started) break;
         guarded = m.value == 1;
-        res.notes.push_back(guarded ? "create guard: " + std::to_string(spec.guarded.size()) +
-                                          " absent protected paths and pinned links refused by seccomp user notification" +
-                                          (m.index == 1 ? "; the command makes no regular file itself (landlock)" : "")
-                                    : std::string("create guard: unavailable (") + std::strerror(m.err) +
-                                          "); absent protected paths are moved aside instead");
+        res.notes.push_back(guarded
+                                ? "create guard: " + std::to_string(spec.guarded.size()) +
+                                      " absent protected paths and pinned links refused by seccomp user notification" +
+                                      (m.index == 1 ? "; the command makes no regular file itself (landlock)" : "")
+                                : std::string("create guard: unavailable (") + std::strerror(m.err) +
+                                      "); absent protected paths are moved aside instead");
         break;
       case k_msg_guard_refused:
         if (guarded && m.index >= 0 && static_cast<std::size_t>(m.index) < spec.guarded.size()) {

@@ -45,17 +45,17 @@ struct ChildMsg {
 };
 
 enum ChildMsgType : int32_t {
-  k_msg_setup_failed = 1,  // step, err; index: the mount op (k_step_mount) or Landlock
-                           // rule (k_step_landlock), else -1; value: the MountStep (k_step_mount)
-  k_msg_started = 2,       // value: the command's pid inside the sandbox
-  k_msg_exec_failed = 3,   // err: of the last execve that decides the exit status (exec_first)
-  k_msg_exited = 4,        // value: exit code; index: 1 if other processes had to be killed
-  k_msg_signaled = 5,      // value: signal; index: as for k_msg_exited
-  k_msg_skipped = 6,       // index, err: an optional mount op failed
-  k_msg_landlock = 7,      // value: ABI applied
-  k_msg_guard = 8,         // value: 1 if the create guard runs; err: why not; index: 1 if
-                           // the command makes no regular file itself (forbid_making_files)
-  k_msg_guard_refused = 9, // index: the guarded path a call was refused for (once per path)
+  k_msg_setup_failed = 1,   // step, err; index: the mount op (k_step_mount) or Landlock
+                            // rule (k_step_landlock), else -1; value: the MountStep (k_step_mount)
+  k_msg_started = 2,        // value: the command's pid inside the sandbox
+  k_msg_exec_failed = 3,    // err: of the last execve that decides the exit status (exec_first)
+  k_msg_exited = 4,         // value: exit code; index: 1 if other processes had to be killed
+  k_msg_signaled = 5,       // value: signal; index: as for k_msg_exited
+  k_msg_skipped = 6,        // index, err: an optional mount op failed
+  k_msg_landlock = 7,       // value: ABI applied
+  k_msg_guard = 8,          // value: 1 if the create guard runs; err: why not; index: 1 if
+                            // the command makes no regular file itself (forbid_making_files)
+  k_msg_guard_refused = 9,  // index: the guarded path a call was refused for (once per path)
   // value: the length of the path the depth rule refused, whose bytes follow the message
   // in the same write (at most PIPE_BUF in all)
   k_msg_guard_depth_refused = 10,

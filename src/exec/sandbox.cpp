@@ -32,7 +32,8 @@ FlatSpec* flatten(const SandboxSpec& spec, SharedArena& a) {
   auto* ops = a.array<overlay::FlatOp>(plan.ops.size());
   for (std::size_t i = 0; ops != nullptr && i < plan.ops.size(); ++i) {
     const auto& op = plan.ops[i];
-    ops[i] = {op.kind, op.recursive, op.optional, op.hides, op.mode, op.flags, a.str(op.src), a.str(op.dst), a.str(op.data)};
+    ops[i] = {op.kind,  op.recursive,  op.optional,   op.hides,      op.mode,
+              op.flags, a.str(op.src), a.str(op.dst), a.str(op.data)};
   }
   auto* files = a.array<overlay::FlatFile>(plan.files.size());
   for (std::size_t i = 0; files != nullptr && i < plan.files.size(); ++i) {
@@ -40,8 +41,15 @@ FlatSpec* flatten(const SandboxSpec& spec, SharedArena& a) {
     files[i] = {a.str(path), a.str(content), content.size()};
   }
   auto* slots = a.array<overlay::OverlaySlot>(plan.ops.size());
-  f->plan = {ops, plan.ops.size(), slots, files, plan.files.size(), a.strings(plan.scratch_dirs), plan.scratch_dirs.size(),
-             a.strings(plan.must_hide), plan.must_hide.size()};
+  f->plan = {ops,
+             plan.ops.size(),
+             slots,
+             files,
+             plan.files.size(),
+             a.strings(plan.scratch_dirs),
+             plan.scratch_dirs.size(),
+             a.strings(plan.must_hide),
+             plan.must_hide.size()};
   f->staging = a.str(spec.staging);
   f->cwd = a.str(spec.cwd);
   f->argv = a.strings(spec.argv);
@@ -61,12 +69,12 @@ FlatSpec* flatten(const SandboxSpec& spec, SharedArena& a) {
     if (gf != nullptr) std::memcpy(gf, spec.guard_filter.data(), spec.guard_filter.size_bytes());
     f->guard_filter = gf;
     f->n_guard_filter = spec.guard_filter.size();
-    f->guard = {a.strings(spec.guarded),          spec.guarded.size(),
-                a.strings(spec.depth_names),      spec.depth_names.size(),
-                a.strings(spec.depth_roots),      spec.depth_roots.size(),
-                a.strings(spec.depth_exempt),     spec.depth_exempt.size(),
-                a.strings(spec.depth_lifted),     spec.depth_lifted.size(),
-                a.strings(spec.depth_new_trees),  spec.depth_new_trees.size()};
+    f->guard = {a.strings(spec.guarded),         spec.guarded.size(),
+                a.strings(spec.depth_names),     spec.depth_names.size(),
+                a.strings(spec.depth_roots),     spec.depth_roots.size(),
+                a.strings(spec.depth_exempt),    spec.depth_exempt.size(),
+                a.strings(spec.depth_lifted),    spec.depth_lifted.size(),
+                a.strings(spec.depth_new_trees), spec.depth_new_trees.size()};
   }
   f->proxy_port = spec.proxy_port;
   f->own_ids = false;
@@ -153,12 +161,15 @@ SandboxResult run_sandbox(const SandboxSpec& spec, const std::function<void(long
   TerminalModes terminal;
   StdioRelay relay;
 
-  Reports reports = read_reports(report_r.get(), spec, [&](bool guarded) {
-    // The child sent its stdio pipes before init reported the start.
-    relay.start(pre.m_channel_parent.get());
-    pre.m_channel_parent.reset();
-    if (on_started) on_started(command_host_pid(static_cast<pid_t>(pid)), guarded);
-  }, res);
+  Reports reports = read_reports(
+      report_r.get(), spec,
+      [&](bool guarded) {
+        // The child sent its stdio pipes before init reported the start.
+        relay.start(pre.m_channel_parent.get());
+        pre.m_channel_parent.reset();
+        if (on_started) on_started(command_host_pid(static_cast<pid_t>(pid)), guarded);
+      },
+      res);
   if (reports.clean_exit && !spec.wait_for_teardown) return res;
   int st = 0;
   while (::waitpid(static_cast<pid_t>(pid), &st, 0) < 0 && errno == EINTR) {

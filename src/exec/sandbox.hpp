@@ -55,11 +55,11 @@ enum class Outcome { Exited, Signaled, SetupFailed, ExecFailed };
 
 struct SandboxResult {
   Outcome outcome = Outcome::SetupFailed;
-  int code = 0;     // Exited
-  int sig = 0;      // Signaled
-  int err = 0;      // ExecFailed: errno of execve
-  std::string message;  // SetupFailed: one line
-  std::vector<std::string> notes;  // for --debug
+  int code = 0;                            // Exited
+  int sig = 0;                             // Signaled
+  int err = 0;                             // ExecFailed: errno of execve
+  std::string message;                     // SetupFailed: one line
+  std::vector<std::string> notes;          // for --debug
   std::vector<std::string> guard_refused;  // guarded paths the create guard refused to make (both rules)
 };
 
@@ -107,8 +107,8 @@ class Prestart {
   std::condition_variable m_cv;
   bool m_ready = false;
   long m_pid = -1;
-  bool m_own_ids = false;   // root's own ids (exec/ids.hpp); the child has the host tree
-  std::string m_ids_note;   // for --debug
+  bool m_own_ids = false;  // root's own ids (exec/ids.hpp); the child has the host tree
+  std::string m_ids_note;  // for --debug
   std::string m_error;
 };
 

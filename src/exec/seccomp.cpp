@@ -1,7 +1,7 @@
 #include "exec/seccomp.hpp"
 
-#include <linux/seccomp.h>
 #include <fcntl.h>
+#include <linux/seccomp.h>
 #include <sched.h>
 #include <seccomp.h>
 #include <sys/ioctl.h>
@@ -29,16 +29,16 @@ struct CtxFree {
 // build never needs, and ways to reach other processes.
 constexpr const char* k_denied[] = {
     // the mount family, old and new API
-    "mount", "umount2", "pivot_root", "chroot", "move_mount", "open_tree", "fsopen", "fsconfig", "fsmount",
-    "fspick", "mount_setattr",
+    "mount", "umount2", "pivot_root", "chroot", "move_mount", "open_tree", "fsopen", "fsconfig", "fsmount", "fspick",
+    "mount_setattr",
     // other processes
     "ptrace", "process_vm_readv", "process_vm_writev", "pidfd_getfd", "kcmp", "setns",
     // kernel attack surface
-    "io_uring_setup", "io_uring_enter", "io_uring_register", "bpf", "perf_event_open", "userfaultfd",
-    "add_key", "request_key", "keyctl", "init_module", "finit_module", "delete_module", "kexec_load",
-    "kexec_file_load", "reboot", "swapon", "swapoff", "acct", "clock_settime", "clock_adjtime", "settimeofday",
-    "adjtimex", "syslog", "open_by_handle_at", "name_to_handle_at", "lookup_dcookie", "quotactl", "vhangup",
-    "iopl", "ioperm", "uselib", "nfsservctl", "fanotify_init"};
+    "io_uring_setup", "io_uring_enter", "io_uring_register", "bpf", "perf_event_open", "userfaultfd", "add_key",
+    "request_key", "keyctl", "init_module", "finit_module", "delete_module", "kexec_load", "kexec_file_load", "reboot",
+    "swapon", "swapoff", "acct", "clock_settime", "clock_adjtime", "settimeofday", "adjtimex", "syslog",
+    "open_by_handle_at", "name_to_handle_at", "lookup_dcookie", "quotactl", "vhangup", "iopl", "ioperm", "uselib",
+    "nfsservctl", "fanotify_init"};
 
 constexpr long k_open_tree_attr = 467;  // Linux 6.15; unknown to libseccomp 2.5
 // Refused ioctl requests. Typing into the terminal's input queue (TIOCSTI) and the Linux
@@ -47,7 +47,7 @@ constexpr long k_open_tree_attr = 467;  // Linux 6.15; unknown to libseccomp 2.5
 // a whole tree (past --deny-read mounts): btrfs's subvolume and snapshot creation
 // (BTRFS_IOC_SNAP_CREATE, _SUBVOL_CREATE, _SNAP_CREATE_V2, _SUBVOL_CREATE_V2), ocfs2's
 // OCFS2_IOC_REFLINK and bcachefs's BCH_IOCTL_SUBVOLUME_CREATE and _CREATE_v2.
-constexpr unsigned long k_refused_ioctls[] = {0x5412, 0x541C, 0x50009401, 0x5000940e, 0x50009417,
+constexpr unsigned long k_refused_ioctls[] = {0x5412,     0x541C,     0x50009401, 0x5000940e, 0x50009417,
                                               0x50009418, 0x40186f04, 0x4020bc10, 0x4030bc1d};
 
 Result<std::vector<sock_filter>> export_bpf(scmp_filter_ctx ctx);
@@ -64,8 +64,8 @@ int refuse_guard_tools(scmp_filter_ctx ctx, const char** what) {
     if (int rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), seccomp_syscall_resolve_name(name), 0); rc < 0) return rc;
   }
   *what = "prlimit64";
-  return seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(prlimit64), 2, SCMP_A0(SCMP_CMP_MASKED_EQ, 0xFFFFFFFFu, 1),
-                          SCMP_A2(SCMP_CMP_NE, 0));
+  return seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(prlimit64), 2,
+                          SCMP_A0(SCMP_CMP_MASKED_EQ, 0xFFFFFFFFu, 1), SCMP_A2(SCMP_CMP_NE, 0));
 }
 
 bool is_guard_tool(const char* name) {
@@ -104,7 +104,8 @@ int refuse_socket_families(scmp_filter_ctx ctx) {
 Result<Ctx> new_filter(uint32_t bad_arch) {
   Ctx ctx(seccomp_init(SCMP_ACT_ALLOW));
   if (!ctx) return fail("seccomp_init", ENOMEM);
-  if (int rc = seccomp_attr_set(ctx.get(), SCMP_FLTATR_ACT_BADARCH, bad_arch); rc < 0) return fail("seccomp badarch", -rc);
+  if (int rc = seccomp_attr_set(ctx.get(), SCMP_FLTATR_ACT_BADARCH, bad_arch); rc < 0)
+    return fail("seccomp badarch", -rc);
   // A binary tree of syscall numbers instead of a linear chain: the kernel evaluates
   // the filter for every syscall number when it loads it (to build its allow cache),
   // so a shorter path per number makes loading faster as well as every syscall.
@@ -148,15 +149,17 @@ Result<std::vector<sock_filter>> build_seccomp_filter(bool for_guard) {
     return std::unexpected(r.error());
   // No nested user namespaces (they would hand the command a full set of capabilities).
   for (int nr : {SCMP_SYS(clone), SCMP_SYS(unshare)}) {
-    if (auto r = check(seccomp_rule_add(ctx.get(), eperm, nr, 1, SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_NEWUSER, CLONE_NEWUSER)),
-                       "clone/unshare");
+    if (auto r =
+            check(seccomp_rule_add(ctx.get(), eperm, nr, 1, SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_NEWUSER, CLONE_NEWUSER)),
+                  "clone/unshare");
         !r)
       return std::unexpected(r.error());
   }
   // The kernel compares only the low 32 bits of cmd.
   for (unsigned long cmd : k_refused_ioctls) {
-    if (auto r = check(seccomp_rule_add(ctx.get(), eperm, SCMP_SYS(ioctl), 1, SCMP_A1(SCMP_CMP_MASKED_EQ, 0xFFFFFFFFu, cmd)),
-                       "ioctl");
+    if (auto r =
+            check(seccomp_rule_add(ctx.get(), eperm, SCMP_SYS(ioctl), 1, SCMP_A1(SCMP_CMP_MASKED_EQ, 0xFFFFFFFFu, cmd)),
+                  "ioctl");
         !r)
       return std::unexpected(r.error());
   }
@@ -170,10 +173,11 @@ Result<std::vector<sock_filter>> build_seccomp_filter(bool for_guard) {
     unsigned mode_arg;  // which argument is the mode
     int flags_arg;      // which argument holds O_CREAT and the tmpfile bit, or -1
   };
-  const ModeArg mode_calls[] = {
-      {SCMP_SYS(chmod), 1, -1},   {SCMP_SYS(fchmod), 1, -1}, {SCMP_SYS(fchmodat), 2, -1},
-      {static_cast<int>(k_fchmodat2), 2, -1}, {SCMP_SYS(creat), 1, -1}, {SCMP_SYS(mknod), 1, -1},
-      {SCMP_SYS(mknodat), 2, -1}, {SCMP_SYS(open), 2, 1},    {SCMP_SYS(openat), 3, 2}};
+  const ModeArg mode_calls[] = {{SCMP_SYS(chmod), 1, -1},    {SCMP_SYS(fchmod), 1, -1},
+                                {SCMP_SYS(fchmodat), 2, -1}, {static_cast<int>(k_fchmodat2), 2, -1},
+                                {SCMP_SYS(creat), 1, -1},    {SCMP_SYS(mknod), 1, -1},
+                                {SCMP_SYS(mknodat), 2, -1},  {SCMP_SYS(open), 2, 1},
+                                {SCMP_SYS(openat), 3, 2}};
   constexpr unsigned k_tmpfile_bit = 020000000;  // __O_TMPFILE, without O_DIRECTORY
   for (const ModeArg& c : mode_calls) {
     for (unsigned bit : {static_cast<unsigned>(S_ISUID), static_cast<unsigned>(S_ISGID)}) {
@@ -183,7 +187,8 @@ Result<std::vector<sock_filter>> build_seccomp_filter(bool for_guard) {
         rc = seccomp_rule_add(ctx.get(), eperm, c.nr, 1, mode);
       } else {
         auto flags_arg = static_cast<unsigned>(c.flags_arg);
-        rc = seccomp_rule_add(ctx.get(), eperm, c.nr, 2, mode, SCMP_CMP(flags_arg, SCMP_CMP_MASKED_EQ, O_CREAT, O_CREAT));
+        rc = seccomp_rule_add(ctx.get(), eperm, c.nr, 2, mode,
+                              SCMP_CMP(flags_arg, SCMP_CMP_MASKED_EQ, O_CREAT, O_CREAT));
         if (rc >= 0) {
           rc = seccomp_rule_add(ctx.get(), eperm, c.nr, 2, mode,
                                 SCMP_CMP(flags_arg, SCMP_CMP_MASKED_EQ, k_tmpfile_bit, k_tmpfile_bit));
@@ -243,7 +248,8 @@ Result<std::vector<sock_filter>> build_guard_filter(bool writes) {
                            "rename", "renameat", "renameat2", "umask", "bind"}) {
     int nr = seccomp_syscall_resolve_name(name);
     if (nr == __NR_SCMP_ERROR) continue;
-    if (auto r = check(seccomp_rule_add(ctx.get(), SCMP_ACT_NOTIFY, nr, 0), name); !r) return std::unexpected(r.error());
+    if (auto r = check(seccomp_rule_add(ctx.get(), SCMP_ACT_NOTIFY, nr, 0), name); !r)
+      return std::unexpected(r.error());
   }
   // O_PATH makes the kernel ignore O_CREAT (and an O_PATH fd cannot be handed over).
   constexpr unsigned k_creating = O_CREAT | O_PATH;
@@ -262,7 +268,8 @@ Result<std::vector<sock_filter>> build_guard_filter(bool writes) {
   // writable tree (a nested repository's .git/config) has no mount to cover it. One rule
   // per bit: libseccomp compares an argument once per rule. Read-only opens go on.
   if (writes) {
-    for (unsigned bit : {static_cast<unsigned>(O_WRONLY), static_cast<unsigned>(O_RDWR), static_cast<unsigned>(O_TRUNC)}) {
+    for (unsigned bit :
+         {static_cast<unsigned>(O_WRONLY), static_cast<unsigned>(O_RDWR), static_cast<unsigned>(O_TRUNC)}) {
       for (auto [nr, rule] : {std::pair{SCMP_SYS(open), SCMP_A1(SCMP_CMP_MASKED_EQ, k_creating | bit, bit)},
                               std::pair{SCMP_SYS(openat), SCMP_A2(SCMP_CMP_MASKED_EQ, k_creating | bit, bit)}}) {
         if (auto r = check(seccomp_rule_add(ctx.get(), SCMP_ACT_NOTIFY, nr, 1, rule), "write open"); !r)

@@ -9,9 +9,7 @@
 
 namespace zb::exec {
 
-std::span<const sock_filter> embedded_seccomp_filter() {
-  return {k_seccomp_filter, std::size(k_seccomp_filter)};
-}
+std::span<const sock_filter> embedded_seccomp_filter() { return {k_seccomp_filter, std::size(k_seccomp_filter)}; }
 
 std::span<const sock_filter> embedded_seccomp_filter_for_guard() {
   return {k_seccomp_filter_for_guard, std::size(k_seccomp_filter_for_guard)};

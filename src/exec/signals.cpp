@@ -38,7 +38,7 @@ void forward(int sig) {
 
 SignalForwarding::SignalForwarding() {
   for (int s : k_forwarded_signals) g_pending[s].store(false);
-  struct sigaction sa {};
+  struct sigaction sa{};
   sa.sa_handler = forward;
   sigemptyset(&sa.sa_mask);
   for (size_t i = 0; i < std::size(k_forwarded_signals); ++i) ::sigaction(k_forwarded_signals[i], &sa, &m_old[i]);

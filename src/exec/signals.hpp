@@ -10,7 +10,7 @@
 namespace zb::exec {
 
 // Signals the supervisor forwards (and the sandbox's init passes on to the command).
-inline constexpr int k_forwarded_signals[] = {SIGHUP, SIGINT, SIGQUIT, SIGUSR1, SIGUSR2,
+inline constexpr int k_forwarded_signals[] = {SIGHUP,  SIGINT,  SIGQUIT, SIGUSR1, SIGUSR2,
                                               SIGALRM, SIGTERM, SIGCONT, SIGWINCH};
 
 // While alive, forwards k_forwarded_signals to the target set with set_target(); one that
@@ -26,7 +26,7 @@ class SignalForwarding {
   void set_target(pid_t pid);
 
  private:
-  struct sigaction m_old[std::size(k_forwarded_signals)] {};
+  struct sigaction m_old[std::size(k_forwarded_signals)]{};
 };
 
 // Blocks every signal in the calling thread while alive. A thread created meanwhile starts

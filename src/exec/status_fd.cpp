@@ -55,9 +55,15 @@ void StatusFd::write_line(const std::string& json) {
 void StatusFd::setup_error(const std::string& message) {
   write_line(R"({"v":1,"event":"setup_error","message":")" + json_escape(message) + "\"}");
 }
-void StatusFd::child_started(long pid) { write_line(R"({"v":1,"event":"child_started","pid":)" + std::to_string(pid) + "}"); }
-void StatusFd::child_exit_code(int code) { write_line(R"({"v":1,"event":"child_exit","code":)" + std::to_string(code) + "}"); }
-void StatusFd::child_exit_signal(int sig) { write_line(R"({"v":1,"event":"child_exit","signal":)" + std::to_string(sig) + "}"); }
+void StatusFd::child_started(long pid) {
+  write_line(R"({"v":1,"event":"child_started","pid":)" + std::to_string(pid) + "}");
+}
+void StatusFd::child_exit_code(int code) {
+  write_line(R"({"v":1,"event":"child_exit","code":)" + std::to_string(code) + "}");
+}
+void StatusFd::child_exit_signal(int sig) {
+  write_line(R"({"v":1,"event":"child_exit","signal":)" + std::to_string(sig) + "}");
+}
 
 void StatusFd::session(const std::string& id, const std::string& state, long changes) {
   write_line(R"({"v":1,"event":"session","id":")" + json_escape(id) + R"(","state":")" + json_escape(state) +

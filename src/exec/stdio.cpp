@@ -45,10 +45,10 @@ bool write_all(int fd, const char* buf, std::size_t len, int stop) {
 }  // namespace
 
 struct StdioRelay::Pipe {
-  UniqueFd end;     // ours: the read end of stdout's or stderr's pipe, the write end of stdin's
-  UniqueFd peek;    // stdin: a read end never read from, to count what the command left
-  int target = -1;  // the caller's fd: 0, 1 or 2
-  off_t start = -1; // stdin: the caller's offset before the copy, when it is seekable
+  UniqueFd end;                // ours: the read end of stdout's or stderr's pipe, the write end of stdin's
+  UniqueFd peek;               // stdin: a read end never read from, to count what the command left
+  int target = -1;             // the caller's fd: 0, 1 or 2
+  off_t start = -1;            // stdin: the caller's offset before the copy, when it is seekable
   unsigned long long fed = 0;  // stdin: bytes written into the pipe
   std::thread thread;
 };
@@ -183,9 +183,10 @@ TerminalModes::~TerminalModes() {
 
 void LentPipes::lend(uid_t uid, gid_t gid) {
   for (int fd = 0; fd <= 2; ++fd) {
-    struct stat st {};
-    struct statfs sfs {};
-    if (::fstat(fd, &st) != 0 || !S_ISFIFO(st.st_mode) || ::fstatfs(fd, &sfs) != 0 || sfs.f_type != PIPEFS_MAGIC) continue;
+    struct stat st{};
+    struct statfs sfs{};
+    if (::fstat(fd, &st) != 0 || !S_ISFIFO(st.st_mode) || ::fstatfs(fd, &sfs) != 0 || sfs.f_type != PIPEFS_MAGIC)
+      continue;
     bool seen = false;
     for (const auto& s : m_saved) seen = seen || (s.dev == st.st_dev && s.ino == st.st_ino);
     if (seen || (st.st_uid == uid && st.st_gid == gid)) continue;
@@ -195,7 +196,7 @@ void LentPipes::lend(uid_t uid, gid_t gid) {
 
 LentPipes::~LentPipes() {
   for (const auto& s : m_saved) {
-    struct stat st {};
+    struct stat st{};
     if (::fstat(s.fd, &st) == 0 && st.st_dev == s.dev && st.st_ino == s.ino) (void)!::fchown(s.fd, s.uid, s.gid);
   }
 }

@@ -31,8 +31,8 @@ bool std_fd_needs_relay(int fd);
 // The child's side, after the mount plan: every std fd not in `reopened` (a bit per fd)
 // that needs it becomes a pipe, except, with `keep_devices`, a device node (root's own
 // ids, exec/ids.hpp: the command's root owns no host inode outside the idmapped tree, so
-// it cannot change the node's metadata, while the node's mode may deny it the reopen); the other ends go to the supervisor over `channel` in one
-// message (always sent, with zero fds if none). Close-on-exec flags are kept. No
+// it cannot change the node's metadata, while the node's mode may deny it the reopen); the other ends go to the
+// supervisor over `channel` in one message (always sent, with zero fds if none). Close-on-exec flags are kept. No
 // allocation. 0 or -1/errno.
 int relay_std_fds(int channel, unsigned reopened, bool keep_devices);
 

@@ -17,11 +17,11 @@ namespace zb::exec {
 
 bool std_fd_needs_relay(int fd) {
   if (::fcntl(fd, F_GETFL) < 0) return false;  // closed: stays closed
-  struct stat st {};
+  struct stat st{};
   if (::fstat(fd, &st) != 0) return true;
   if (S_ISSOCK(st.st_mode)) return false;
   if (S_ISFIFO(st.st_mode)) {
-    struct statfs sfs {};
+    struct statfs sfs{};
     return ::fstatfs(fd, &sfs) != 0 || sfs.f_type != PIPEFS_MAGIC;  // a named FIFO is a host inode
   }
   return true;

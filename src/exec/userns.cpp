@@ -30,7 +30,8 @@ std::string identity_map(const char* self_map) {
   while (std::getline(in, line)) {
     std::istringstream ls(line);
     unsigned long inside = 0, outside = 0, count = 0;
-    if (ls >> inside >> outside >> count) out += std::to_string(inside) + " " + std::to_string(inside) + " " + std::to_string(count) + "\n";
+    if (ls >> inside >> outside >> count)
+      out += std::to_string(inside) + " " + std::to_string(inside) + " " + std::to_string(count) + "\n";
   }
   return out;
 }
@@ -100,11 +101,13 @@ std::string clone_error(int err) {
   // module, or a chroot), ENOSPC (a max_user_namespaces limit or the nesting depth), EUSERS
   // (the same before Linux 4.9), EINVAL (a kernel built without user namespaces).
   if (chrooted) {
-    msg += " (this process runs in a chroot, where the kernel refuses new user namespaces: run zerobox "
-           "outside the chroot, or in a container with its own mount namespace)";
+    msg +=
+        " (this process runs in a chroot, where the kernel refuses new user namespaces: run zerobox "
+        "outside the chroot, or in a container with its own mount namespace)";
   } else if (err == EPERM || err == ENOSPC || err == EUSERS || err == EINVAL) {
-    msg += " (user namespaces are disabled or exhausted on this machine, or this process runs in a chroot, "
-           "where the kernel refuses them; --no-sandbox runs without isolation)";
+    msg +=
+        " (user namespaces are disabled or exhausted on this machine, or this process runs in a chroot, "
+        "where the kernel refuses them; --no-sandbox runs without isolation)";
   }
   return msg;
 }

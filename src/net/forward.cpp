@@ -53,13 +53,13 @@ std::string host_field(const HostPort& hp, std::uint16_t default_port) {
 // One request on its way through exchange(): what each step finds out and passes on.
 struct Exchange {
   Route route;
-  Framing framing;             // of the request body; none once the body is sent
+  Framing framing;  // of the request body; none once the body is sent
   bool client_http10 = false;
-  bool client_close = false;   // the client asked to close the connection after this exchange
-  bool continue_100 = false;   // "100 Continue" is owed to the client before it sends its body
-  bool reused = false;         // the upstream connection was kept from an earlier request
-  std::string head;            // the request head as sent upstream
-  Message resp;                // the final response's head
+  bool client_close = false;  // the client asked to close the connection after this exchange
+  bool continue_100 = false;  // "100 Continue" is owed to the client before it sends its body
+  bool reused = false;        // the upstream connection was kept from an earlier request
+  std::string head;           // the request head as sent upstream
+  Message resp;               // the final response's head
 };
 
 // The request's framing and Expect field, into `ex`. False with the status (400, 417) and
@@ -137,8 +137,8 @@ std::string rewrite_request(const Message& req, Exchange& ex, const Approved& su
   }
   auto options = req.list("connection");
   std::string& out = ex.head;
-  out = req.method + " " + (subs.empty() ? route.path : substitute_target(route.path, subs)) + " " + req.version +
-        "\r\n";
+  out =
+      req.method + " " + (subs.empty() ? route.path : substitute_target(route.path, subs)) + " " + req.version + "\r\n";
   out += "Host: " + host_field(hp, route.tls ? 443 : 80) + "\r\n";
   std::vector<std::pair<std::string, std::string>> forms;  // as sent, as the client wrote it
   for (const Field& f : req.fields) {
@@ -152,7 +152,8 @@ std::string rewrite_request(const Message& req, Exchange& ex, const Approved& su
   for (auto& [sent, shown] : forms) {
     // "Basic <base64>": the credentials themselves.
     std::size_t sp = sent.rfind(' '), sp_shown = shown.rfind(' ');
-    if (sp != std::string::npos && sp_shown != std::string::npos) red.add(sent.substr(sp + 1), shown.substr(sp_shown + 1));
+    if (sp != std::string::npos && sp_shown != std::string::npos)
+      red.add(sent.substr(sp + 1), shown.substr(sp_shown + 1));
   }
   if (!subs.empty()) out += "Accept-Encoding: identity\r\n";
   out += "\r\n";
@@ -275,16 +276,19 @@ awaitable<bool> relay_response(std::shared_ptr<Conn> c, const Message& req, cons
   auto transfer_codings = resp.list("transfer-encoding");
   if (scrub && !transfer_codings.empty() && transfer_codings != std::vector<std::string>{"chunked"}) {
     c->close_upstream();
-    co_await http_error(c, 502, "the response from " + to_string(hp) + " has a Transfer-Encoding other than chunked, "
-                                "which zerobox cannot scrub of secrets");
+    co_await http_error(c, 502,
+                        "the response from " + to_string(hp) +
+                            " has a Transfer-Encoding other than chunked, "
+                            "which zerobox cannot scrub of secrets");
     co_return false;
   }
   if (scrub) {
     auto d = Decoder::for_coding(resp.list("content-encoding"));
     if (!d) {
       c->close_upstream();
-      co_await http_error(c, 502, "the response from " + to_string(hp) + " has " + d.error().message() +
-                                      ", which zerobox cannot scrub of secrets");
+      co_await http_error(c, 502,
+                          "the response from " + to_string(hp) + " has " + d.error().message() +
+                              ", which zerobox cannot scrub of secrets");
       co_return false;
     }
     if (*d) decoder.emplace(std::move(**d));
@@ -305,8 +309,7 @@ awaitable<bool> relay_response(std::shared_ptr<Conn> c, const Message& req, cons
     if (scrub)
       relayed = co_await relay_redacted(c->upstream, c->client, *rframing, red, decoder ? &*decoder : nullptr,
                                         !client_http10);
-    else
-      relayed = co_await relay_body(c->upstream, c->client, *rframing);
+    else relayed = co_await relay_body(c->upstream, c->client, *rframing);
   }
   if (!relayed) {
     c->close_all();

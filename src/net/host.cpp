@@ -104,7 +104,8 @@ Result<HostPort> parse_name_or_ipv4(std::string_view s) {
   if (auto why = bad_byte(s, false); !why.empty()) return fail_msg(why + " in host " + q(s));
   if (ends_in_number(s)) {
     // A trailing dot is refused here: "1.2.3.4." is no address and should be no name.
-    if (!is_dotted_quad(s)) return fail_msg("not a valid IPv4 address (four decimal parts 0-255, no leading zeros): " + q(s));
+    if (!is_dotted_quad(s))
+      return fail_msg("not a valid IPv4 address (four decimal parts 0-255, no leading zeros): " + q(s));
     return HostPort{std::string(s), HostKind::IPv4, std::nullopt};
   }
   std::string_view name = s;

@@ -63,9 +63,8 @@ std::string_view status_text(int status) {
 }  // namespace
 
 bool iequals(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return lower_char(x) == lower_char(y);
-         });
+  return a.size() == b.size() &&
+         std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) { return lower_char(x) == lower_char(y); });
 }
 
 std::vector<std::string_view> Message::values(std::string_view name) const {
@@ -141,9 +140,8 @@ bool parse_request(std::string_view head, Message& m, std::string& why) {
     why = "malformed request method";
     return false;
   }
-  if (m.target.empty() || !std::all_of(m.target.begin(), m.target.end(), [](char ch) {
-        return ch > 0x20 && ch < 0x7f;
-      })) {
+  if (m.target.empty() ||
+      !std::all_of(m.target.begin(), m.target.end(), [](char ch) { return ch > 0x20 && ch < 0x7f; })) {
     why = "malformed request target";
     return false;
   }
@@ -183,8 +181,9 @@ bool parse_response(std::string_view head, Message& m, std::string& why) {
 }
 
 bool hop_by_hop(std::string_view name, const std::vector<std::string>& connection_options) {
-  static constexpr std::string_view k_fixed[] = {"connection", "proxy-connection", "keep-alive", "te", "trailer",
-                                                 "upgrade", "proxy-authorization", "proxy-authenticate"};
+  static constexpr std::string_view k_fixed[] = {
+      "connection", "proxy-connection", "keep-alive",          "te",
+      "trailer",    "upgrade",          "proxy-authorization", "proxy-authenticate"};
   std::string l = lower(name);
   for (std::string_view f : k_fixed)
     if (l == f) return true;

@@ -10,8 +10,8 @@ using asio::awaitable;
 
 namespace {
 
-constexpr std::size_t k_max_head = std::size_t{64} * 1024;   // request or response header block
-constexpr std::size_t k_max_line = std::size_t{8} * 1024;    // chunk-size and trailer lines
+constexpr std::size_t k_max_head = std::size_t{64} * 1024;  // request or response header block
+constexpr std::size_t k_max_line = std::size_t{8} * 1024;   // chunk-size and trailer lines
 
 }  // namespace
 

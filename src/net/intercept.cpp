@@ -47,17 +47,14 @@ awaitable<std::string> upstream_tls(std::shared_ptr<Conn> c, HostPort hp) {
   if (!ec) co_return std::string();
   long verify = SSL_get_verify_result(ssl);
   std::string why;
-  if (timed_out)
-    why = "timed out in the TLS handshake with " + to_string(hp);
+  if (timed_out) why = "timed out in the TLS handshake with " + to_string(hp);
   else if (verify != X509_V_OK) {
-    bool unknown_issuer = verify == X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY ||
-                          verify == X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT ||
-                          verify == X509_V_ERR_SELF_SIGNED_CERT_IN_CHAIN || verify == X509_V_ERR_DEPTH_ZERO_SELF_SIGNED_CERT;
+    bool unknown_issuer =
+        verify == X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY || verify == X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT ||
+        verify == X509_V_ERR_SELF_SIGNED_CERT_IN_CHAIN || verify == X509_V_ERR_DEPTH_ZERO_SELF_SIGNED_CERT;
     why = "the certificate of " + to_string(hp) + " is not trusted (" + X509_verify_cert_error_string(verify) +
           (unknown_issuer ? "; --upstream-ca adds a CA)" : ")");
-  }
-  else
-    why = "TLS handshake with " + to_string(hp) + " failed: " + ec.message();
+  } else why = "TLS handshake with " + to_string(hp) + " failed: " + ec.message();
   ERR_clear_error();
   c->close_upstream();
   co_return why;
@@ -127,8 +124,9 @@ std::optional<std::string> tunnel_target(const Message& req, const HostPort& hp,
     std::string_view t = req.target;
     std::string rest;
     // An absolute form is fine when it names this tunnel's host (https:// inside TLS).
-    std::string as_http = tls && t.size() > 8 && iequals(t.substr(0, 8), "https://") ? "http://" + std::string(t.substr(8))
-                                                                                      : std::string(t);
+    std::string as_http = tls && t.size() > 8 && iequals(t.substr(0, 8), "https://")
+                              ? "http://" + std::string(t.substr(8))
+                              : std::string(t);
     auto h = parse_absolute_uri(as_http, rest);
     if (!h) {
       why = "malformed request target in the tunnel to " + to_string(hp);

@@ -60,10 +60,8 @@ awaitable<bool> Stream::fill() {
   std::error_code ec;
   auto into = asio::buffer(buf.data() + old, k_read_chunk);
   std::size_t n = 0;
-  if (tls)
-    n = co_await tls->async_read_some(into, ec_token(ec));
-  else
-    n = co_await sock.async_read_some(into, ec_token(ec));
+  if (tls) n = co_await tls->async_read_some(into, ec_token(ec));
+  else n = co_await sock.async_read_some(into, ec_token(ec));
   buf.resize(old + n);
   co_return !ec && n > 0;
 }
@@ -104,10 +102,8 @@ void disarm(Conn& c) {
 
 awaitable<bool> write_all(Stream& s, std::string_view data) {
   std::error_code ec;
-  if (s.tls)
-    co_await asio::async_write(*s.tls, asio::buffer(data.data(), data.size()), ec_token(ec));
-  else
-    co_await asio::async_write(s.sock, asio::buffer(data.data(), data.size()), ec_token(ec));
+  if (s.tls) co_await asio::async_write(*s.tls, asio::buffer(data.data(), data.size()), ec_token(ec));
+  else co_await asio::async_write(s.sock, asio::buffer(data.data(), data.size()), ec_token(ec));
   co_return !ec;
 }
 

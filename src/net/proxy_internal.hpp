@@ -88,10 +88,10 @@ asio::awaitable<void> serve_http(std::shared_ptr<Conn> c);
 // Where a request goes. The forward proxy picks the upstream for each request; inside an
 // intercepted tunnel it is the tunnel's host, over TLS when the client spoke TLS.
 struct Route {
-  HostPort hp;        // port set
-  std::string path;   // origin-form target
-  bool fixed = false; // an intercepted tunnel
-  bool tls = false;   // the upstream connection is TLS (fixed routes only)
+  HostPort hp;         // port set
+  std::string path;    // origin-form target
+  bool fixed = false;  // an intercepted tunnel
+  bool tls = false;    // the upstream connection is TLS (fixed routes only)
 };
 
 // One request, sent upstream along `route`, and its response (forward.cpp). True when the

@@ -94,7 +94,7 @@ std::optional<std::string> special_v6(const std::uint8_t* b) {
   if (b[0] == 0xfe && (b[1] & 0xc0) == 0x80) return "link-local";
   if (b[0] == 0xfe && (b[1] & 0xc0) == 0xc0) return "reserved";  // site-local, deprecated
   if (b[0] == 0xff) return "multicast";
-  if (starts_with(b, {0x20, 0x01, 0x0d, 0xb8})) return "reserved";  // documentation
+  if (starts_with(b, {0x20, 0x01, 0x0d, 0xb8})) return "reserved";            // documentation
   if (starts_with(b, {0x01, 0x00}) && all_zero(b + 2, 6)) return "reserved";  // discard-only
   return std::nullopt;
 }
@@ -247,7 +247,8 @@ Result<NetPolicy> NetPolicy::make(const std::vector<std::string>& allow, const s
     if (bare.size() > 2 && bare.front() == '[' && bare.back() == ']') bare = bare.substr(1, bare.size() - 2);
     auto a = Address::parse(bare);
     if (!a) return fail_msg("--resolve " + q(entry) + ": " + q(ip) + " is not an IP address");
-    auto same = std::find_if(p.m_resolve.begin(), p.m_resolve.end(), [&](const auto& m) { return m.first == hp->host; });
+    auto same =
+        std::find_if(p.m_resolve.begin(), p.m_resolve.end(), [&](const auto& m) { return m.first == hp->host; });
     if (same != p.m_resolve.end()) {
       if (same->second == *a) continue;
       return fail_msg("--resolve " + q(entry) + ": " + q(hp->host) + " is already mapped to " + same->second.str());

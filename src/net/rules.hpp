@@ -1,4 +1,5 @@
-// Which hosts a filtered sandbox may reach (docs/usage.md "Network": domain rules), and the resolved-address check against DNS rebinding and SSRF.
+// Which hosts a filtered sandbox may reach (docs/usage.md "Network": domain rules), and the resolved-address check
+// against DNS rebinding and SSRF.
 #pragma once
 
 #include <netinet/in.h>
@@ -22,9 +23,9 @@ namespace zb::net {
 //   10.1.2.3, [::1]:8080, ::1   IP literals (bracket IPv6 when giving a port)
 //   localhost, 127.0.0.1, ::1   only with a port ("localhost:3000")
 struct Rule {
-  HostPort target;      // for a wildcard: the suffix ("example.com")
+  HostPort target;  // for a wildcard: the suffix ("example.com")
   bool wildcard = false;
-  std::string text;     // as given, for messages
+  std::string text;  // as given, for messages
 };
 
 // Parses a rule; the error names the rule and what is wrong with it, and callers put the
@@ -66,7 +67,7 @@ std::vector<Address> host_addresses();
 
 struct Decision {
   bool allowed = false;
-  std::string reason;     // for a refusal: one line ("not in --allow-net", "denied by --deny-net *.x.com")
+  std::string reason;          // for a refusal: one line ("not in --allow-net", "denied by --deny-net *.x.com")
   bool explicit_name = false;  // an exact name rule, an IP rule or a --resolve mapping names
                                // this host: the address check lets special addresses through
 };

@@ -65,9 +65,7 @@ std::string replace_placeholders(std::string_view s, const Approved& subs, Encod
 
 constexpr char k_hex_upper[] = "0123456789ABCDEF";
 
-bool is_hex(char ch) {
-  return (ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f') || (ch >= 'A' && ch <= 'F');
-}
+bool is_hex(char ch) { return (ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f') || (ch >= 'A' && ch <= 'F'); }
 
 bool is_unreserved(unsigned char u) {
   if ((u >= 'a' && u <= 'z') || (u >= 'A' && u <= 'Z') || (u >= '0' && u <= '9')) return true;
@@ -128,13 +126,14 @@ std::string escaped_placeholder(std::string_view text, const Approved& subs) {
       bool unfinished = false;
       for (std::size_t d = 0; d <= digits && !unfinished; ++d) {
         std::string_view lead = before.substr(0, before.size() - d);
-        unfinished = (d <= 1 && lead.ends_with("%")) || (d <= 1 && lead.ends_with("\\x")) ||
-                     lead.ends_with("\\u") || lead.ends_with("&#x") || lead.ends_with("&#X") ||
+        unfinished = (d <= 1 && lead.ends_with("%")) || (d <= 1 && lead.ends_with("\\x")) || lead.ends_with("\\u") ||
+                     lead.ends_with("&#x") || lead.ends_with("&#X") ||
                      (d == 0 && (lead.ends_with("\\") || lead.ends_with("&#")));
       }
       // "&#" followed by decimal digits: the value's digits would extend the number.
       std::size_t dec = 0;
-      while (dec < before.size() && before[before.size() - 1 - dec] >= '0' && before[before.size() - 1 - dec] <= '9') ++dec;
+      while (dec < before.size() && before[before.size() - 1 - dec] >= '0' && before[before.size() - 1 - dec] <= '9')
+        ++dec;
       if (!unfinished && before.substr(0, before.size() - dec).ends_with("&#")) unfinished = true;
       if (unfinished) {
         return "the placeholder of " + e->key +
@@ -195,16 +194,29 @@ constexpr std::size_t k_max_escape = 40;
 
 // The HTML named character references (WHATWG's list) that stand for ASCII, sorted.
 constexpr std::pair<std::string_view, std::string_view> k_html_names[] = {
-    {"AMP", "&"}, {"DiacriticalGrave", "`"}, {"GT", ">"}, {"Hat", "^"}, {"LT", "<"},
-    {"NewLine", "\n"}, {"QUOT", "\""}, {"Tab", "\t"}, {"UnderBar", "_"}, {"VerticalLine", "|"},
-    {"amp", "&"}, {"apos", "'"}, {"ast", "*"}, {"bsol", "\\"}, {"colon", ":"},
-    {"comma", ","}, {"commat", "@"}, {"dollar", "$"}, {"equals", "="}, {"excl", "!"},
-    {"fjlig", "fj"}, {"grave", "`"}, {"gt", ">"}, {"lbrace", "{"}, {"lbrack", "["},
-    {"lcub", "{"}, {"lowbar", "_"}, {"lpar", "("}, {"lsqb", "["}, {"lt", "<"},
-    {"midast", "*"}, {"num", "#"}, {"percnt", "%"}, {"period", "."}, {"plus", "+"},
-    {"quest", "?"}, {"quot", "\""}, {"rbrace", "}"}, {"rbrack", "]"}, {"rcub", "}"},
-    {"rpar", ")"}, {"rsqb", "]"}, {"semi", ";"}, {"sol", "/"}, {"verbar", "|"},
-    {"vert", "|"},
+    {"AMP", "&"},      {"DiacriticalGrave", "`"},
+    {"GT", ">"},       {"Hat", "^"},
+    {"LT", "<"},       {"NewLine", "\n"},
+    {"QUOT", "\""},    {"Tab", "\t"},
+    {"UnderBar", "_"}, {"VerticalLine", "|"},
+    {"amp", "&"},      {"apos", "'"},
+    {"ast", "*"},      {"bsol", "\\"},
+    {"colon", ":"},    {"comma", ","},
+    {"commat", "@"},   {"dollar", "$"},
+    {"equals", "="},   {"excl", "!"},
+    {"fjlig", "fj"},   {"grave", "`"},
+    {"gt", ">"},       {"lbrace", "{"},
+    {"lbrack", "["},   {"lcub", "{"},
+    {"lowbar", "_"},   {"lpar", "("},
+    {"lsqb", "["},     {"lt", "<"},
+    {"midast", "*"},   {"num", "#"},
+    {"percnt", "%"},   {"period", "."},
+    {"plus", "+"},     {"quest", "?"},
+    {"quot", "\""},    {"rbrace", "}"},
+    {"rbrack", "]"},   {"rcub", "}"},
+    {"rpar", ")"},     {"rsqb", "]"},
+    {"semi", ";"},     {"sol", "/"},
+    {"verbar", "|"},   {"vert", "|"},
 };
 static_assert(std::is_sorted(std::begin(k_html_names), std::end(k_html_names)));
 
@@ -215,9 +227,7 @@ int hex_value(char ch) {
   return -1;
 }
 
-bool is_alnum(char ch) {
-  return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9');
-}
+bool is_alnum(char ch) { return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9'); }
 
 // What a decoder makes of the bytes it holds, the first of which may start an escape.
 struct Step {
@@ -297,7 +307,9 @@ Step parse_json(std::string_view h, bool at_end) {
   if (h[0] != '\\') return literal();
   if (h.size() < 2) return more(at_end);
   switch (h[1]) {
-    case '"': case '\\': case '/': return decoded_byte(2, h[1]);
+    case '"':
+    case '\\':
+    case '/': return decoded_byte(2, h[1]);
     case 'b': return decoded_byte(2, '\b');
     case 'f': return decoded_byte(2, '\f');
     case 'n': return decoded_byte(2, '\n');
@@ -317,7 +329,8 @@ Step parse_json(std::string_view h, bool at_end) {
   long lo = hex_digits(h, 8, 4);
   if (lo == -2) return at_end ? alone : more(false);
   if (lo < 0xdc00 || lo > 0xdfff) return alone;
-  return decoded(12, 0x10000 + ((static_cast<std::uint32_t>(hi) - 0xd800) << 10) + (static_cast<std::uint32_t>(lo) - 0xdc00));
+  return decoded(
+      12, 0x10000 + ((static_cast<std::uint32_t>(hi) - 0xd800) << 10) + (static_cast<std::uint32_t>(lo) - 0xdc00));
 }
 
 Step parse_html(std::string_view h, bool at_end) {
@@ -382,7 +395,7 @@ struct Redactor::Patterns {
   struct Node {
     std::vector<std::pair<unsigned char, std::uint32_t>> next;
     std::uint32_t fail = 0;
-    std::uint32_t dict = k_none;     // the nearest node down the fail links where a string ends
+    std::uint32_t dict = k_none;  // the nearest node down the fail links where a string ends
     std::uint32_t depth = 0;
     std::uint32_t pattern = k_none;  // the string that ends here
   };
@@ -473,13 +486,13 @@ struct Redactor::Scan {
 
   const Patterns& p;
   std::vector<View> views;
-  bool resting = true;        // no view holds a byte or is inside a match
-  std::vector<Found> found;   // matches not yet acted on
-  std::string pending;        // the stream from `base` on
-  std::uint64_t base = 0;     // the offset of pending[0]; what is before it is written out
-  std::uint64_t fed = 0;      // bytes given to the views
-  std::uint64_t next = 0;     // where the next replaced match may start
-  std::uint64_t out_mark = 0; // everything before it is written out or replaced
+  bool resting = true;         // no view holds a byte or is inside a match
+  std::vector<Found> found;    // matches not yet acted on
+  std::string pending;         // the stream from `base` on
+  std::uint64_t base = 0;      // the offset of pending[0]; what is before it is written out
+  std::uint64_t fed = 0;       // bytes given to the views
+  std::uint64_t next = 0;      // where the next replaced match may start
+  std::uint64_t out_mark = 0;  // everything before it is written out or replaced
 
   explicit Scan(const Patterns& patterns) : p(patterns), views(k_view_count) {
     for (std::size_t v = 0; v < k_view_count; ++v) {

@@ -32,8 +32,7 @@ std::uint8_t socks_code(const Dialed& o) {
     case Dialed::Kind::failed: break;
   }
   if (o.ec == asio::error::connection_refused) return k_socks_refused;
-  if (o.ec == asio::error::network_unreachable || o.ec == asio::error::host_unreachable)
-    return k_socks_net_unreachable;
+  if (o.ec == asio::error::network_unreachable || o.ec == asio::error::host_unreachable) return k_socks_net_unreachable;
   if (o.ec == asio::error::timed_out) return k_socks_host_unreachable;
   return k_socks_general;
 }

@@ -36,8 +36,8 @@ std::string openssl_error(const std::string& fallback) {
 
 namespace {
 
-constexpr long k_backdate = 3600;                 // clocks differ a little
-constexpr long k_lifetime = 365L * 24 * 3600;     // a run never lasts a year
+constexpr long k_backdate = 3600;              // clocks differ a little
+constexpr long k_lifetime = 365L * 24 * 3600;  // a run never lasts a year
 constexpr std::size_t k_max_leaves = 4096;
 
 std::unexpected<SysError> ssl_fail(const std::string& what) { return fail_msg(openssl_error(what)); }
@@ -200,8 +200,7 @@ Result<TlsContexts> make_tls_contexts(const std::vector<std::string>& upstream_c
     // No renegotiation, no compression: neither is needed, both have a history.
     SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION);
   }
-  if (!alpn_http11(t.server.get(), true) || !alpn_http11(t.client.get(), false))
-    return ssl_fail("cannot set up ALPN");
+  if (!alpn_http11(t.server.get(), true) || !alpn_http11(t.client.get(), false)) return ssl_fail("cannot set up ALPN");
   SSL_CTX_set_verify(t.client.get(), SSL_VERIFY_PEER, nullptr);
   // The system's trust: the hashed certificate directory where there is one, which OpenSSL
   // reads one certificate at a time as verification needs it. Parsing the whole bundle

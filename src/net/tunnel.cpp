@@ -91,10 +91,8 @@ awaitable<void> pump(std::shared_ptr<Conn> c, bool upward) {
     end = co_await copy_loop(from, to);
   }
   std::error_code ec;
-  if (end == PumpEnd::eof)
-    to.shutdown(tcp::socket::shutdown_send, ec);
-  else
-    c->close_all();
+  if (end == PumpEnd::eof) to.shutdown(tcp::socket::shutdown_send, ec);
+  else c->close_all();
 }
 
 }  // namespace

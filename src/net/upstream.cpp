@@ -40,9 +40,7 @@ Address from_asio(const asio::ip::address& ip) {
 }
 
 // "localhost" and the names below it (host names arrive lower-cased, without a final dot).
-bool is_localhost_name(std::string_view h) {
-  return h == "localhost" || (h.size() > 10 && h.ends_with(".localhost"));
-}
+bool is_localhost_name(std::string_view h) { return h == "localhost" || (h.size() > 10 && h.ends_with(".localhost")); }
 
 }  // namespace
 
@@ -100,8 +98,8 @@ awaitable<Dialed> open_upstream(std::shared_ptr<Conn> c, HostPort hp) {
   } else {
     tcp::resolver resolver(c->client.sock.get_executor());
     std::error_code ec;
-    auto results = co_await resolver.async_resolve(hp.host, std::to_string(port),
-                                                   tcp::resolver::numeric_service, ec_token(ec));
+    auto results =
+        co_await resolver.async_resolve(hp.host, std::to_string(port), tcp::resolver::numeric_service, ec_token(ec));
     if (ec) {
       std::string why = "cannot resolve " + hp.host + ": " + ec.message();
       core.record(hp, false, why);
@@ -115,10 +113,8 @@ awaitable<Dialed> open_upstream(std::shared_ptr<Conn> c, HostPort hp) {
   std::vector<Address> usable;
   std::string refused = "no address for " + hp.host;
   for (const Address& a : addrs) {
-    if (auto why = core.policy.check_address(d, a))
-      refused = *why;
-    else
-      usable.push_back(a);
+    if (auto why = core.policy.check_address(d, a)) refused = *why;
+    else usable.push_back(a);
   }
   if (usable.empty()) {
     core.record(hp, false, refused);

@@ -52,21 +52,16 @@ int run_op(const FlatOp& op) {
     case OpKind::Symlink:
       if (::symlink(op.src, dst) != 0 && errno != EEXIST) return -1;
       return 0;
-    case OpKind::Tmpfs:
-      return ::mount("tmpfs", dst, "tmpfs", op.flags, op.data);
-    case OpKind::Overlay:
-      return ::mount("overlay", dst, "overlay", op.flags, op.data);
-    case OpKind::Bind:
-      return ::mount(op.src, dst, nullptr, MS_BIND | (op.recursive ? MS_REC : 0), nullptr);
-    case OpKind::Proc:
-      return ::mount("proc", dst, "proc", op.flags, nullptr);
-    case OpKind::Devpts:
-      return ::mount("devpts", dst, "devpts", op.flags, op.data);
-    case OpKind::ReadOnly:
-      return make_read_only(dst, op.recursive, op.flags);
+    case OpKind::Tmpfs: return ::mount("tmpfs", dst, "tmpfs", op.flags, op.data);
+    case OpKind::Overlay: return ::mount("overlay", dst, "overlay", op.flags, op.data);
+    case OpKind::Bind: return ::mount(op.src, dst, nullptr, MS_BIND | (op.recursive ? MS_REC : 0), nullptr);
+    case OpKind::Proc: return ::mount("proc", dst, "proc", op.flags, nullptr);
+    case OpKind::Devpts: return ::mount("devpts", dst, "devpts", op.flags, op.data);
+    case OpKind::ReadOnly: return make_read_only(dst, op.recursive, op.flags);
     case OpKind::PinLink: {
       // open_tree and move_mount without following the symlink at either end.
-      int fd = static_cast<int>(::syscall(k_sys_open_tree, AT_FDCWD, dst, k_open_tree_clone | AT_SYMLINK_NOFOLLOW | O_CLOEXEC));
+      int fd = static_cast<int>(
+          ::syscall(k_sys_open_tree, AT_FDCWD, dst, k_open_tree_clone | AT_SYMLINK_NOFOLLOW | O_CLOEXEC));
       if (fd < 0) return -1;
       int rc = static_cast<int>(::syscall(k_sys_move_mount, fd, "", AT_FDCWD, dst, k_move_mount_f_empty_path));
       int err = errno;
@@ -128,9 +123,10 @@ unsigned reopen_std_devices() {
   struct stat bound[3] = {};
   int bound_at[3] = {-1, -1, -1};  // which earlier fd's mount point serves this node
   for (int fd = 0; fd <= 2; ++fd) {
-    struct stat st {};
+    struct stat st{};
     int fl = ::fcntl(fd, F_GETFL);
-    if (fl < 0 || (fl & O_PATH) != 0 || ::fstat(fd, &st) != 0 || !(S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode))) continue;
+    if (fl < 0 || (fl & O_PATH) != 0 || ::fstat(fd, &st) != 0 || !(S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)))
+      continue;
     char mp[] = "/.zb/stdio0";
     mp[sizeof mp - 2] = static_cast<char>('0' + fd);
     int same = -1;
@@ -147,7 +143,7 @@ unsigned reopen_std_devices() {
       ssize_t n = ::readlink(link, host + old_len, sizeof host - old_len - 1);
       if (n <= 0 || host[old_len] != '/') continue;
       host[old_len + static_cast<std::size_t>(n)] = '\0';
-      struct stat there {};
+      struct stat there{};
       if (::lstat(host, &there) != 0 || there.st_dev != st.st_dev || there.st_ino != st.st_ino) continue;
       int m = ::open(mp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0);
       if (m < 0) continue;
@@ -157,7 +153,8 @@ unsigned reopen_std_devices() {
       MountAttr attr{k_attr_rdonly | k_attr_nosuid | k_attr_noexec, 0, 0, 0};
       if (::stat(mp, &there) != 0 || there.st_dev != st.st_dev || there.st_ino != st.st_ino ||
           (::syscall(k_sys_mount_setattr, AT_FDCWD, mp, 0U, &attr, sizeof attr) != 0 &&
-           (errno != ENOSYS || ::mount(nullptr, mp, nullptr, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NOEXEC, nullptr) != 0))) {
+           (errno != ENOSYS ||
+            ::mount(nullptr, mp, nullptr, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NOEXEC, nullptr) != 0))) {
         ::umount2(mp, MNT_DETACH);
         continue;
       }
@@ -221,7 +218,8 @@ bool attach_prepared(const FlatPlan& plan, std::size_t i, pid_t helper) {
       ::nanosleep(&pause, nullptr);
     }
   }
-  int rc = static_cast<int>(::syscall(k_sys_move_mount, slot.fd, "", AT_FDCWD, plan.ops[i].dst, k_move_mount_f_empty_path));
+  int rc =
+      static_cast<int>(::syscall(k_sys_move_mount, slot.fd, "", AT_FDCWD, plan.ops[i].dst, k_move_mount_f_empty_path));
   int err = errno;
   ::close(slot.fd);
   errno = err;
@@ -305,7 +303,8 @@ bool execute_plan(const FlatPlan& plan, const char* staging, const char* cwd, in
   if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) return failed(f, MountStep::MakePrivate);
   if (::mount("tmpfs", staging, "tmpfs", MS_NOSUID | MS_NODEV, "mode=755") != 0) return failed(f, MountStep::Staging);
   if (::chdir(staging) != 0) return failed(f, MountStep::Staging);
-  for (const char* d : {"oldroot", "newroot", ".zb", ".zb/empty", ".zb/scratch", ".zb/scratch/tmp", ".zb/scratch/vartmp"}) {
+  for (const char* d :
+       {"oldroot", "newroot", ".zb", ".zb/empty", ".zb/scratch", ".zb/scratch/tmp", ".zb/scratch/vartmp"}) {
     if (::mkdir(d, 0755) != 0) return failed(f, MountStep::Staging);
   }
   for (std::size_t i = 0; i < plan.n_scratch_dirs; ++i) {
@@ -365,7 +364,8 @@ bool execute_plan(const FlatPlan& plan, const char* staging, const char* cwd, in
     if (helper > 0 && op.kind == OpKind::Overlay && attach_prepared(plan, i, helper)) continue;
     // A bind that was skipped leaves no mount to make read-only there: the next mount up
     // (the new root, made read-only last) is not this op's to change.
-    if (op.kind == OpKind::ReadOnly && op.optional && skipped_before != nullptr && std::strcmp(op.dst, skipped_before) == 0) {
+    if (op.kind == OpKind::ReadOnly && op.optional && skipped_before != nullptr &&
+        std::strcmp(op.dst, skipped_before) == 0) {
       continue;
     }
     if (run_op(op) == 0) continue;
@@ -374,7 +374,7 @@ bool execute_plan(const FlatPlan& plan, const char* staging, const char* cwd, in
     // A mask whose target is there but could not be covered (ENOENT from a host file
     // replaced since: its mount point is an unlinked dentry) fails the run too.
     int err = errno;
-    struct stat there {};
+    struct stat there{};
     if (!op.optional || err != ENOENT || (op.hides && ::lstat(op.dst, &there) == 0)) {
       stop_helper();
       errno = err;
@@ -391,14 +391,14 @@ bool execute_plan(const FlatPlan& plan, const char* staging, const char* cwd, in
   stop_helper();  // done by now: this reaps it
   // Every denied path the new root shows must be one of the masks: the empty file, or a
   // mode-000 tmpfs. A symlink is left to what it leads to.
-  struct stat denied {};
+  struct stat denied{};
   if (plan.n_must_hide > 0 && ::stat(k_denied_file, &denied) != 0) return failed(f, MountStep::Staging);
   for (std::size_t i = 0; i < plan.n_must_hide; ++i) {
-    struct stat st {};
+    struct stat st{};
     if (::lstat(plan.must_hide[i], &st) != 0 || S_ISLNK(st.st_mode)) continue;
     bool hidden = (st.st_dev == denied.st_dev && st.st_ino == denied.st_ino);
     if (!hidden && S_ISDIR(st.st_mode) && (st.st_mode & 07777) == 0) {
-      struct statfs sfs {};
+      struct statfs sfs{};
       hidden = ::statfs(plan.must_hide[i], &sfs) == 0 && sfs.f_type == TMPFS_MAGIC;
     }
     if (!hidden) {
@@ -426,13 +426,17 @@ std::string describe_failure(const Plan& plan, const MountFailure& f) {
     case MountStep::Staging: what = "prepare the staging root"; break;
     case MountStep::PivotStaging: what = "pivot_root into the staging root"; break;
     case MountStep::Op:
-      what = f.index >= 0 && static_cast<size_t>(f.index) < plan.ops.size() ? describe(plan.ops[static_cast<size_t>(f.index)]) : "mount";
+      what = f.index >= 0 && static_cast<size_t>(f.index) < plan.ops.size()
+                 ? describe(plan.ops[static_cast<size_t>(f.index)])
+                 : "mount";
       break;
     default: what = "set up the mounts"; break;
     case MountStep::DetachOld: what = "detach the host root"; break;
     case MountStep::PivotNew: what = "pivot_root into the new root"; break;
     case MountStep::Chdir: what = "enter the working directory"; break;
-    case MountStep::HostTree: what = "mount the host's mounts, idmapped, in the sandbox (mount " + std::to_string(f.index + 1) + ")"; break;
+    case MountStep::HostTree:
+      what = "mount the host's mounts, idmapped, in the sandbox (mount " + std::to_string(f.index + 1) + ")";
+      break;
     case MountStep::Unmasked:
       return "could not hide " +
              (f.index >= 0 && static_cast<size_t>(f.index) < plan.must_hide.size()

@@ -1,9 +1,9 @@
 #include "overlay/plan.hpp"
 
 #include <dirent.h>
-#include <sys/mount.h>
 #include <fcntl.h>
 #include <linux/magic.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <unistd.h>
@@ -39,7 +39,7 @@ constexpr const char* k_scratch = "/.zb/scratch";
 long fs_magic(const std::string& host_path) {
   int fd = ::open(host_path.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) return 0;
-  struct statfs sfs {};
+  struct statfs sfs{};
   long magic = ::fstatfs(fd, &sfs) == 0 ? static_cast<long>(sfs.f_type) : 0;
   ::close(fd);
   return magic;
@@ -65,10 +65,19 @@ const char* left_out_fs(long magic) {
 // host's (sysfs knobs, cgroup files that move and freeze host processes, EFI variables).
 bool kernel_interface_fs(long magic) {
   switch (magic) {
-    case SYSFS_MAGIC: case CGROUP_SUPER_MAGIC: case CGROUP2_SUPER_MAGIC: case DEBUGFS_MAGIC: case TRACEFS_MAGIC:
-    case SECURITYFS_MAGIC: case BPF_FS_MAGIC: case PSTOREFS_MAGIC: case EFIVARFS_MAGIC: case SELINUX_MAGIC:
-    case SMACK_MAGIC: case 0x62656570 /* configfs */: case 0x65735543 /* fusectl */:
-      return true;
+    case SYSFS_MAGIC:
+    case CGROUP_SUPER_MAGIC:
+    case CGROUP2_SUPER_MAGIC:
+    case DEBUGFS_MAGIC:
+    case TRACEFS_MAGIC:
+    case SECURITYFS_MAGIC:
+    case BPF_FS_MAGIC:
+    case PSTOREFS_MAGIC:
+    case EFIVARFS_MAGIC:
+    case SELINUX_MAGIC:
+    case SMACK_MAGIC:
+    case 0x62656570 /* configfs */:
+    case 0x65735543 /* fusectl */: return true;
     default: return false;
   }
 }
@@ -98,7 +107,7 @@ class Builder {
   void mkdir_p(const std::string& host_path) {
     if (host_path == "/") return;
     mkdir_p(path::parent(host_path));
-    struct stat st {};
+    struct stat st{};
     unsigned mode = ::stat(host_path.c_str(), &st) == 0 ? (st.st_mode & 07777) : 0755;
     mkdir(host_path, mode);
   }
@@ -128,7 +137,7 @@ class Builder {
   // the new root. Directories with mounts below them become skeleton directories of the
   // new root's tmpfs and are walked one level down; everything else is one overlay.
   void ro_tree(const std::string& host_path, const std::set<std::string>& special) {
-    struct stat st {};
+    struct stat st{};
     if (::lstat(host_path.c_str(), &st) != 0) return;
     if (S_ISLNK(st.st_mode)) {
       char buf[4096];
@@ -200,8 +209,12 @@ class Builder {
       if (path::is_under(m, "/proc") || path::is_under(m, "/sys") || path::is_under(m, "/dev")) continue;
       long magic = fs_magic(m);
       if (const char* type = left_out_fs(magic); type != nullptr) {
-        op({.kind = OpKind::Tmpfs, .src = "tmpfs", .dst = in_new(m), .data = "mode=555,size=4k,nr_inodes=2",
-            .flags = MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, .optional = true});
+        op({.kind = OpKind::Tmpfs,
+            .src = "tmpfs",
+            .dst = in_new(m),
+            .data = "mode=555,size=4k,nr_inodes=2",
+            .flags = MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+            .optional = true});
         note("left out (a " + std::string(type) + " mount): " + log::quote(m));
       } else if (kernel_interface_fs(magic)) {
         op({.kind = OpKind::ReadOnly, .dst = in_new(m), .recursive = true, .optional = true});
@@ -216,12 +229,16 @@ class Builder {
   // locked), and a bind would keep the host's sockets in it connectable: it becomes a
   // read-only tmpfs skeleton walked like the root, whose sockets are not shown at all.
   void ro_view(const std::string& host_path) {
-    struct stat st {};
+    struct stat st{};
     if (::stat(host_path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
       if (m_mounts.has_mounts_below(host_path)) {
         char mode[16];
         std::snprintf(mode, sizeof mode, "mode=%o", st.st_mode & 07777);
-        op({.kind = OpKind::Tmpfs, .src = "tmpfs", .dst = in_new(host_path), .data = mode, .flags = MS_NOSUID | MS_NODEV});
+        op({.kind = OpKind::Tmpfs,
+            .src = "tmpfs",
+            .dst = in_new(host_path),
+            .data = mode,
+            .flags = MS_NOSUID | MS_NODEV});
         // Paths below were shown by the view this tmpfs covers: make them again in it.
         std::string below = host_path == "/" ? "/" : host_path + "/";
         for (auto it = m_made.lower_bound(below); it != m_made.end() && it->compare(0, below.size(), below) == 0;) {
@@ -246,7 +263,7 @@ class Builder {
     // then. Optional only where the new root may not show the path: in a scratch
     // directory (empty when the host has mounts below it), and for a late one.
     bool optional = late || in_scratch(host_path) || path::is_under(host_path, "/dev/shm");
-    struct stat st {};
+    struct stat st{};
     if (::lstat(host_path.c_str(), &st) != 0) {
       // Gone since the policy saw it: a file's mask all the same, which covers it if it
       // is back by the mount and fails the run if not (or if it is back as a directory).
@@ -257,8 +274,13 @@ class Builder {
     // bind onto it would follow it to nothing.
     if (S_ISLNK(st.st_mode) && ::stat(host_path.c_str(), &st) != 0) return;
     if (S_ISDIR(st.st_mode)) {
-      op({.kind = OpKind::Tmpfs, .src = "tmpfs", .dst = in_new(host_path), .data = "mode=000,size=4k,nr_inodes=2",
-          .flags = MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, .optional = optional, .hides = true});
+      op({.kind = OpKind::Tmpfs,
+          .src = "tmpfs",
+          .dst = in_new(host_path),
+          .data = "mode=000,size=4k,nr_inodes=2",
+          .flags = MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+          .optional = optional,
+          .hides = true});
     } else {
       op({.kind = OpKind::Bind, .src = k_denied_file, .dst = in_new(host_path), .optional = optional, .hides = true});
       op({.kind = OpKind::ReadOnly, .dst = in_new(host_path), .optional = true});
@@ -292,7 +314,8 @@ class Builder {
     m_plan.tracked.push_back(dir);
     op({.kind = OpKind::Overlay,
         .dst = in_new(dir),
-        .data = "lowerdir=" + overlay_escape(in_old(dir)) + ",upperdir=" + overlay_escape(in_old(m_session + "/upper/" + n)) +
+        .data = "lowerdir=" + overlay_escape(in_old(dir)) +
+                ",upperdir=" + overlay_escape(in_old(m_session + "/upper/" + n)) +
                 ",workdir=" + overlay_escape(in_old(m_session + "/work/" + n)) + ",userxattr",
         .flags = MS_NOSUID | MS_NODEV});
   }
@@ -302,7 +325,7 @@ class Builder {
   // an upper layer inside its lower, and the store is masked inside the sandbox, so the
   // overlay never looks at the part of its lower layer that changes during the run.
   void tracked_tree(const std::string& host_path, const std::set<std::string>& special) {
-    struct stat st {};
+    struct stat st{};
     if (::lstat(host_path.c_str(), &st) != 0) return;
     if (!S_ISDIR(st.st_mode)) {
       ro_tree(host_path, special);  // files directly in a walked directory stay read-only
@@ -394,8 +417,7 @@ std::string overlay_escape(const std::string& p) {
   return out;
 }
 
-Plan build_plan(const policy::FsRules& fs, const MountTable& mounts, const std::string& cwd,
-                const PlanOptions& opts) {
+Plan build_plan(const policy::FsRules& fs, const MountTable& mounts, const std::string& cwd, const PlanOptions& opts) {
   Builder b(mounts, fs, opts);
   bool tracks_root = b.is_tracked_root("/");
   const std::set<std::string> special = {"/proc", "/sys", "/dev", "/tmp"};
@@ -407,7 +429,10 @@ Plan build_plan(const policy::FsRules& fs, const MountTable& mounts, const std::
   // mounted; the overlay helper (mount.cpp) finds them there or leaves the overlay to
   // the plan, never another directory by those names.
   if (!fs.tmp_writable || !fs.var_tmp_writable || !fs.shm_writable) {
-    b.op({.kind = OpKind::Tmpfs, .src = "tmpfs", .dst = k_scratch, .data = "mode=755," + tmpfs_size_option(fs.tmpfs_size),
+    b.op({.kind = OpKind::Tmpfs,
+          .src = "tmpfs",
+          .dst = k_scratch,
+          .data = "mode=755," + tmpfs_size_option(fs.tmpfs_size),
           .flags = MS_NOSUID | MS_NODEV});
     for (const char* d : {"tmp", "tmp/upper", "tmp/work", "vartmp", "vartmp/upper", "vartmp/work"}) {
       b.op({.kind = OpKind::Mkdir, .dst = path::join(k_scratch, d), .mode = 0755});
@@ -468,7 +493,11 @@ Plan build_plan(const policy::FsRules& fs, const MountTable& mounts, const std::
   b.op({.kind = OpKind::ReadOnly, .dst = in_new("/sys"), .recursive = true, .optional = true});
 
   // 4. A minimal /dev.
-  b.op({.kind = OpKind::Tmpfs, .src = "tmpfs", .dst = in_new("/dev"), .data = "mode=755", .flags = MS_NOSUID | MS_NOEXEC});
+  b.op({.kind = OpKind::Tmpfs,
+        .src = "tmpfs",
+        .dst = in_new("/dev"),
+        .data = "mode=755",
+        .flags = MS_NOSUID | MS_NOEXEC});
   // The host's device nodes, each on a read-only bind: reading and writing a device
   // needs no writable mount, but chmod, chown, utimes and setxattr on the node do, and the
   // command's uid 0 may own the host's /dev/null (nodev would stop it working at all).
@@ -479,7 +508,10 @@ Plan build_plan(const policy::FsRules& fs, const MountTable& mounts, const std::
     b.op({.kind = OpKind::ReadOnly, .dst = in_new(d), .flags = MS_RDONLY | MS_NOSUID});
   }
   b.op({.kind = OpKind::Mkdir, .dst = in_new("/dev/pts"), .mode = 0755});
-  b.op({.kind = OpKind::Devpts, .dst = in_new("/dev/pts"), .data = "newinstance,ptmxmode=0666,mode=620", .flags = MS_NOSUID | MS_NOEXEC});
+  b.op({.kind = OpKind::Devpts,
+        .dst = in_new("/dev/pts"),
+        .data = "newinstance,ptmxmode=0666,mode=620",
+        .flags = MS_NOSUID | MS_NOEXEC});
   b.op({.kind = OpKind::Symlink, .src = "pts/ptmx", .dst = in_new("/dev/ptmx")});
   b.op({.kind = OpKind::Mkdir, .dst = in_new("/dev/shm"), .mode = 01777});
   if (fs.shm_writable) {
@@ -487,8 +519,10 @@ Plan build_plan(const policy::FsRules& fs, const MountTable& mounts, const std::
   } else {
     b.op({.kind = OpKind::Bind, .src = path::join(k_scratch, "shm"), .dst = in_new("/dev/shm")});
   }
-  for (auto [link, target] : {std::pair{"fd", "/proc/self/fd"}, {"stdin", "/proc/self/fd/0"},
-                              {"stdout", "/proc/self/fd/1"}, {"stderr", "/proc/self/fd/2"}}) {
+  for (auto [link, target] : {std::pair{"fd", "/proc/self/fd"},
+                              {"stdin", "/proc/self/fd/0"},
+                              {"stdout", "/proc/self/fd/1"},
+                              {"stderr", "/proc/self/fd/2"}}) {
     b.op({.kind = OpKind::Symlink, .src = target, .dst = in_new(std::string("/dev/") + link)});
   }
 
@@ -545,7 +579,10 @@ Plan build_plan(const policy::FsRules& fs, const MountTable& mounts, const std::
           b.op({.kind = OpKind::Mkdir, .dst = in_new(*it), .mode = 0755, .optional = true});
         }
         bool is_dir = path::kind_of(w) == path::Kind::Directory;
-        b.op({.kind = is_dir ? OpKind::Mkdir : OpKind::File, .dst = in_new(w), .mode = is_dir ? 0755u : 0644u, .optional = true});
+        b.op({.kind = is_dir ? OpKind::Mkdir : OpKind::File,
+              .dst = in_new(w),
+              .mode = is_dir ? 0755u : 0644u,
+              .optional = true});
       }
       if (b.is_tracked_root(w)) {
         if (!b.overlaid(w)) b.tracked_overlay(w);
@@ -620,7 +657,8 @@ std::string describe(const Op& op) {
     case OpKind::Symlink: return "symlink " + q(op.dst) + " -> " + q(op.src);
     case OpKind::Tmpfs: return std::string("tmpfs") + ((op.flags & MS_RDONLY) ? " (ro)" : "") + " on " + q(op.dst);
     case OpKind::Overlay:
-      return std::string("overlay") + ((op.flags & MS_RDONLY) ? " (ro)" : " (rw)") + " on " + q(op.dst) + " [" + op.data + "]";
+      return std::string("overlay") + ((op.flags & MS_RDONLY) ? " (ro)" : " (rw)") + " on " + q(op.dst) + " [" +
+             op.data + "]";
     case OpKind::Bind: return std::string(op.recursive ? "rbind " : "bind ") + q(op.src) + " on " + q(op.dst);
     case OpKind::Proc: return "proc on " + q(op.dst);
     case OpKind::Devpts: return "devpts on " + q(op.dst);

@@ -27,18 +27,18 @@ inline constexpr const char* k_denied_file = "/.zb/denied";
 inline constexpr const char* k_ca_bundle = "/.zb/ca-bundle.pem";
 
 enum class OpKind {
-  Mkdir,      // mkdir dst (mode); an existing directory is fine
-  File,       // create an empty file dst (mode) as a mount point; existing is fine
-  Symlink,    // symlink src -> dst
-  Tmpfs,      // mount a tmpfs on dst (flags, data)
-  Overlay,    // mount an overlay on dst (data holds lowerdir/upperdir/workdir)
-  Bind,       // bind src onto dst (recursive when `recursive`)
-  Proc,       // mount a fresh proc on dst
-  Devpts,     // mount a new devpts instance on dst
-  ReadOnly,   // make the mount at dst read-only, nosuid and nodev (mount_setattr; recursive
-              // when `recursive`); `flags`, when set, names which of MS_RDONLY, MS_NOSUID and
-              // MS_NODEV to set instead (a device node's bind must keep working)
-  PinLink,    // mount the symlink dst onto itself, so it can be neither removed nor replaced
+  Mkdir,     // mkdir dst (mode); an existing directory is fine
+  File,      // create an empty file dst (mode) as a mount point; existing is fine
+  Symlink,   // symlink src -> dst
+  Tmpfs,     // mount a tmpfs on dst (flags, data)
+  Overlay,   // mount an overlay on dst (data holds lowerdir/upperdir/workdir)
+  Bind,      // bind src onto dst (recursive when `recursive`)
+  Proc,      // mount a fresh proc on dst
+  Devpts,    // mount a new devpts instance on dst
+  ReadOnly,  // make the mount at dst read-only, nosuid and nodev (mount_setattr; recursive
+             // when `recursive`); `flags`, when set, names which of MS_RDONLY, MS_NOSUID and
+             // MS_NODEV to set instead (a device node's bind must keep working)
+  PinLink,   // mount the symlink dst onto itself, so it can be neither removed nor replaced
 };
 
 struct Op {
@@ -97,8 +97,7 @@ struct PlanOptions {
 // command's working directory, which exists in the sandbox even where it is not
 // readable; `opts` holds the session's layers, the store and the trust bundle. Every
 // path of `fs` is absolute and canonical (policy::compute_fs).
-Plan build_plan(const policy::FsRules& fs, const MountTable& mounts, const std::string& cwd,
-                const PlanOptions& opts);
+Plan build_plan(const policy::FsRules& fs, const MountTable& mounts, const std::string& cwd, const PlanOptions& opts);
 
 // The size option of the scratch tmpfs (fs.tmpfs_size, --tmpfs-size): "size=BYTES", or
 // for 0 "size=50%", half the RAM, the kernel's default for one tmpfs, here the limit for

@@ -28,8 +28,8 @@ using namespace internal;
 // Canonicalises each path of a list in place. `must_exist`: a missing path is an error
 // unless its parent exists. `create_dirs`: such a path is created as a directory.
 // `refused`: paths (canonical) that the list may not name, nor anything below them.
-Result<void> canonical_list(std::vector<std::string>& list, const char* flag, const Caller& c,
-                            bool must_exist, bool create_dirs, const std::vector<std::string>& refused = {}) {
+Result<void> canonical_list(std::vector<std::string>& list, const char* flag, const Caller& c, bool must_exist,
+                            bool create_dirs, const std::vector<std::string>& refused = {}) {
   std::vector<std::string> out;
   for (const auto& raw : list) {
     if (raw.empty()) return fail_msg(std::string(flag) + ": empty path");
@@ -68,18 +68,17 @@ Result<void> canonical_list(std::vector<std::string>& list, const char* flag, co
 // parent exists or not: `--allow-write=.,dest/.git` is how `git clone URL dest` gets a
 // repository of its own, and a dest/.git made beforehand would make git refuse the
 // destination as not empty (a .gitmodules made beforehand would be a directory).
-Result<void> canonical_allow_write(Policy& p, Resolved& res, const Caller& c, const std::vector<std::string>& profiles) {
+Result<void> canonical_allow_write(Policy& p, Resolved& res, const Caller& c,
+                                   const std::vector<std::string>& profiles) {
   std::vector<std::string> all = p.allow_write;
   if (auto r = canonical_list(all, "--allow-write", c, false, false, profiles); !r) return r;
   bool everything = std::find(all.begin(), all.end(), "/") != all.end() || p.write_all;
   auto inside_other = [&](const std::string& w) {
     if (everything) return true;
-    return std::any_of(all.begin(), all.end(),
-                       [&](const std::string& o) {
-                         // o exists, or is made below (its parent exists)
-                         return o != w && path::is_under(w, o) &&
-                                (lexists(o) || path::kind_of(path::parent(o)) == path::Kind::Directory);
-                       });
+    return std::any_of(all.begin(), all.end(), [&](const std::string& o) {
+      // o exists, or is made below (its parent exists)
+      return o != w && path::is_under(w, o) && (lexists(o) || path::kind_of(path::parent(o)) == path::Kind::Directory);
+    });
   };
   std::vector<std::string> rest;
   for (const auto& raw : p.allow_write) {
@@ -106,7 +105,8 @@ Result<void> canonical_allow_write(Policy& p, Resolved& res, const Caller& c, co
 // --allow-write, the whole root. Single files named in --allow-write are not tracked: an
 // overlay needs a directory.
 Result<void> tracked_roots(Policy& p, Resolved& res, const Caller& c) {
-  if (p.no_sandbox) return fail_msg("--snapshot, --restore and --review need the sandbox; they cannot be used with --no-sandbox");
+  if (p.no_sandbox)
+    return fail_msg("--snapshot, --restore and --review need the sandbox; they cannot be used with --no-sandbox");
   auto writable = [&](const std::string& x) {
     if (under_any(x, p.deny_write) || under_any(x, p.deny_read)) return false;
     return p.write_all || under_any(x, p.allow_write);
@@ -118,12 +118,15 @@ Result<void> tracked_roots(Policy& p, Resolved& res, const Caller& c) {
       auto canon = path::canonicalize(abs);
       if (!canon) return fail("--snapshot-path " + log::quote(abs), canon.error().err);
       if (!canon->exists) return fail("--snapshot-path " + log::quote(abs), ENOENT);
-      if (path::kind_of(canon->path) != path::Kind::Directory) return fail("--snapshot-path " + log::quote(abs), ENOTDIR);
+      if (path::kind_of(canon->path) != path::Kind::Directory)
+        return fail("--snapshot-path " + log::quote(abs), ENOTDIR);
       if (!writable(canon->path)) {
-        return fail_msg("--snapshot-path " + log::quote(canon->path) + " is not writable: name it (or a directory above it) in --allow-write");
+        return fail_msg("--snapshot-path " + log::quote(canon->path) +
+                        " is not writable: name it (or a directory above it) in --allow-write");
       }
       for (const char* k : {"/proc", "/sys", "/dev"}) {
-        if (path::is_under(canon->path, k)) return fail_msg("--snapshot-path " + log::quote(canon->path) + ": kernel interfaces cannot be tracked");
+        if (path::is_under(canon->path, k))
+          return fail_msg("--snapshot-path " + log::quote(canon->path) + ": kernel interfaces cannot be tracked");
       }
       roots.push_back(canon->path);
     }
@@ -136,9 +139,11 @@ Result<void> tracked_roots(Policy& p, Resolved& res, const Caller& c) {
     p.allow_write.clear();
     res.snapshot_everything = true;
     for (const auto& d : {p.cwd, c.home, std::string("/tmp"), std::string("/var/tmp")}) {
-      if (d.empty() || d == "/" || path::kind_of(d) != path::Kind::Directory || ::access(d.c_str(), W_OK) != 0) continue;
+      if (d.empty() || d == "/" || path::kind_of(d) != path::Kind::Directory || ::access(d.c_str(), W_OK) != 0)
+        continue;
       auto canon = path::canonicalize(d);
-      if (!canon || !canon->exists || under_any(canon->path, p.deny_write) || under_any(canon->path, p.deny_read)) continue;
+      if (!canon || !canon->exists || under_any(canon->path, p.deny_write) || under_any(canon->path, p.deny_read))
+        continue;
       roots.push_back(canon->path);
       p.allow_write.push_back(canon->path);
     }
@@ -198,7 +203,9 @@ Result<void> finalize_secrets(Policy& p, Resolved& res, const Caller& c) {
         struct stat io{};
         if (::fstat(fd, &io) == 0 && io.st_dev == st.st_dev && io.st_ino == st.st_ino)
           return fail_msg(flag + "=" + log::quote(abs) + ": it is zerobox's standard " +
-                          (fd == 0 ? "input" : fd == 1 ? "output" : "error") +
+                          (fd == 0   ? "input"
+                           : fd == 1 ? "output"
+                                     : "error") +
                           ", which the command inherits; pass the file by its path only");
       }
       std::ifstream in(abs, std::ios::binary);
@@ -229,7 +236,8 @@ Result<Resolved> finalize(Policy& p, const Caller& c) {
   auto canon_cwd = path::canonicalize(cwd);
   if (!canon_cwd) return fail("working directory " + log::quote(cwd), canon_cwd.error().err);
   if (!canon_cwd->exists) return fail("working directory " + log::quote(cwd), ENOENT);
-  if (path::kind_of(canon_cwd->path) != path::Kind::Directory) return fail("working directory " + log::quote(cwd), ENOTDIR);
+  if (path::kind_of(canon_cwd->path) != path::Kind::Directory)
+    return fail("working directory " + log::quote(cwd), ENOTDIR);
   p.cwd = canon_cwd->path;
   const Caller& at_cwd = c;  // relative paths are relative to the caller's directory, not -C
 
@@ -254,7 +262,9 @@ Result<Resolved> finalize(Policy& p, const Caller& c) {
   for (const auto& w : p.allow_write) {
     bool kernel = path::is_under(w, "/proc") || path::is_under(w, "/sys") ||
                   (path::is_under(w, "/dev") && !path::is_under(w, "/dev/shm"));
-    if (kernel) return fail_msg("--allow-write " + log::quote(w) + ": kernel interfaces (/proc, /sys, /dev) cannot be made writable");
+    if (kernel)
+      return fail_msg("--allow-write " + log::quote(w) +
+                      ": kernel interfaces (/proc, /sys, /dev) cannot be made writable");
   }
   if (auto r = finalize_secrets(p, out, at_cwd); !r) return std::unexpected(r.error());
   for (auto& f : p.upstream_ca) {
@@ -262,7 +272,8 @@ Result<Resolved> finalize(Policy& p, const Caller& c) {
     if (::access(f.c_str(), R_OK) != 0) return fail("--upstream-ca " + log::quote(f));
   }
   if (auto r = canonical_list(p.deny_read, "--deny-read", at_cwd, false, false); !r) return std::unexpected(r.error());
-  if (auto r = canonical_list(p.deny_write, "--deny-write", at_cwd, false, false); !r) return std::unexpected(r.error());
+  if (auto r = canonical_list(p.deny_write, "--deny-write", at_cwd, false, false); !r)
+    return std::unexpected(r.error());
 
   for (const auto& d : p.deny_read) {
     if (path::is_under(p.cwd, d)) {

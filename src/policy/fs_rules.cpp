@@ -88,7 +88,7 @@ void writable_paths(FsRules& fs, const Policy& p) {
 void readable_roots(FsRules& fs, const Policy& p) {
   if (!fs.read_restricted) return;
   for (const auto& sp : system_read_paths()) {
-    struct stat st {};
+    struct stat st{};
     if (::lstat(sp.c_str(), &st) != 0) continue;
     if (S_ISLNK(st.st_mode)) {
       fs.system_links.push_back(sp);
@@ -137,7 +137,7 @@ void masks(FsRules& fs, const Policy& p, const Caller& c) {
         matches.push_back(abs);
       }
       for (auto& m : matches) {
-        struct stat st {};
+        struct stat st{};
         if (::stat(m.c_str(), &st) != 0 && errno == ENOENT) continue;  // most are absent: skip the walk
         auto canon = path::canonicalize(m);
         if (!canon || !canon->exists) continue;
@@ -196,8 +196,9 @@ std::vector<std::string> protected_roots(FsRules& fs, const Policy& p, const Cal
         std::string child = path::join(w, name);
         // Directories only: a symlink to a repository elsewhere is not a root here
         // (roots are canonical), nor writable through this directory.
-        struct stat cst {};
-        if (type != DT_DIR && (type != DT_UNKNOWN || ::lstat(child.c_str(), &cst) != 0 || !S_ISDIR(cst.st_mode))) continue;
+        struct stat cst{};
+        if (type != DT_DIR && (type != DT_UNKNOWN || ::lstat(child.c_str(), &cst) != 0 || !S_ISDIR(cst.st_mode)))
+          continue;
         if (lexists(path::join(child, ".git"))) roots.push_back(child);
       }
     }
@@ -267,7 +268,7 @@ void protect_name(FsRules& fs, const Policy& p, const std::string& root, const s
   // Roots are canonical, so only a symlink in the name itself (the entry, or its
   // parent for names like .git/hooks) starts a chain; two lstat() calls decide.
   std::string full = literal;
-  struct stat st {};
+  struct stat st{};
   bool exists = ::lstat(literal.c_str(), &st) == 0;
   bool linked = exists && S_ISLNK(st.st_mode);
   if (!linked && name.find('/') != std::string::npos) {
@@ -378,7 +379,8 @@ void socket_dirs(FsRules& fs, const Policy& p, const Caller& c) {
   std::string tmux = env("TMUX");
   if (!tmux.empty()) cands.push_back(path::parent(tmux.substr(0, tmux.find(','))));
   bool tmp_open = fs.tmp_writable || under_any("/tmp", fs.writable) ||
-                  std::any_of(fs.writable.begin(), fs.writable.end(), [](const std::string& w) { return path::is_under(w, "/tmp"); });
+                  std::any_of(fs.writable.begin(), fs.writable.end(),
+                              [](const std::string& w) { return path::is_under(w, "/tmp"); });
   if (tmp_open) {
     for (const char* pattern : {"/tmp/.X11-unix", "/tmp/.ICE-unix", "/tmp/.XIM-unix", "/tmp/.font-unix", "/tmp/ssh-*",
                                 "/tmp/tmux-*", "/tmp/vscode-*", "/tmp/dbus-*", "/tmp/.com.google.Chrome*"}) {
@@ -429,10 +431,10 @@ FsRules compute_fs(const Policy& p, const Resolved& r, const Caller& c) {
   writable_paths(fs, p);
   readable_roots(fs, p);
   scratch_space(fs);
-  masks(fs, p, c);                // --deny-read, protected secrets
-  denied_writes(fs, p);           // --deny-write
-  protected_names(fs, p, c);      // protected names, their links and pinned roots
-  protected_profiles(fs, c);      // zerobox's profiles, whatever the flags say
+  masks(fs, p, c);            // --deny-read, protected secrets
+  denied_writes(fs, p);       // --deny-write
+  protected_names(fs, p, c);  // protected names, their links and pinned roots
+  protected_profiles(fs, c);  // zerobox's profiles, whatever the flags say
   drop_nested(fs.read_only);
   sort_unique(fs.protected_existing);
   depth_rule(fs, p, r);

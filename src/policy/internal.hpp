@@ -14,7 +14,7 @@
 namespace zb::policy::internal {
 
 inline bool lexists(const std::string& p) {
-  struct stat st {};
+  struct stat st{};
   return ::lstat(p.c_str(), &st) == 0;
 }
 

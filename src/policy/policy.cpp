@@ -19,9 +19,9 @@
 
 namespace zb::policy {
 
+using internal::sort_unique;
 using zerobox::NetMode;
 using zerobox::Policy;
-using internal::sort_unique;
 
 const std::vector<std::string>& protected_write_names() {
   static const std::vector<std::string> names = {
@@ -31,12 +31,10 @@ const std::vector<std::string>& protected_write_names() {
       // linked worktrees, which have their own config and hooks.
       ".git/commondir", ".git/config.worktree", ".git/modules", ".git/worktrees",
       // Shell start-up files run by the next interactive shell.
-      ".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile", ".zshrc",
-      ".zshenv", ".zprofile", ".zlogin", ".zlogout", ".cshrc", ".tcshrc", ".kshrc",
-      ".config/fish", ".envrc",
+      ".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile", ".zshrc", ".zshenv", ".zprofile",
+      ".zlogin", ".zlogout", ".cshrc", ".tcshrc", ".kshrc", ".config/fish", ".envrc",
       // Editor and agent configuration that can execute code.
-      ".vscode", ".idea", ".mcp.json", ".claude", ".codex", ".agents", ".cursor",
-      ".npmrc", ".gitconfig",
+      ".vscode", ".idea", ".mcp.json", ".claude", ".codex", ".agents", ".cursor", ".npmrc", ".gitconfig",
       // git's other user config (XDG), and what a desktop session starts at login.
       ".config/git", ".config/systemd", ".config/autostart"};
   return names;
@@ -48,15 +46,15 @@ const std::vector<std::string>& protected_read_paths() {
   static const std::vector<std::string> paths = {
       // Keys and credentials: ssh and gpg, cloud and container tools, package registries,
       // password stores and keyrings.
-      "~/.ssh", "~/.gnupg", "~/.aws", "~/.azure", "~/.config/gcloud", "~/.gcloud", "~/.oci", "~/.kube",
-      "~/.minikube", "~/.docker", "~/.config/containers/auth.json", "~/.vault-token", "~/.terraform.d",
-      "~/.terraformrc", "~/.config/doctl", "~/.config/hcloud", "~/.fly", "~/.s3cfg", "~/.boto",
-      "~/.databrickscfg", "~/.netrc", "~/.git-credentials", "~/.config/git/credentials", "~/.config/gh",
-      "~/.config/hub", "~/.config/glab-cli", "~/.subversion/auth", "~/.pypirc", "~/.npmrc", "~/.yarnrc.yml",
-      "~/.cargo/credentials.toml", "~/.cargo/credentials", "~/.gem/credentials", "~/.m2/settings-security.xml",
-      "~/.cache/huggingface/token", "~/.huggingface/token", "~/.config/rclone", "~/.config/sops",
-      "~/.config/borg", "~/.config/op", "~/.op", "~/.config/Bitwarden CLI", "~/.password-store", "~/.pki",
-      "~/.local/share/keyrings", "~/.local/share/kwalletd", "~/.msmtprc", "~/.fetchmailrc",
+      "~/.ssh", "~/.gnupg", "~/.aws", "~/.azure", "~/.config/gcloud", "~/.gcloud", "~/.oci", "~/.kube", "~/.minikube",
+      "~/.docker", "~/.config/containers/auth.json", "~/.vault-token", "~/.terraform.d", "~/.terraformrc",
+      "~/.config/doctl", "~/.config/hcloud", "~/.fly", "~/.s3cfg", "~/.boto", "~/.databrickscfg", "~/.netrc",
+      "~/.git-credentials", "~/.config/git/credentials", "~/.config/gh", "~/.config/hub", "~/.config/glab-cli",
+      "~/.subversion/auth", "~/.pypirc", "~/.npmrc", "~/.yarnrc.yml", "~/.cargo/credentials.toml",
+      "~/.cargo/credentials", "~/.gem/credentials", "~/.m2/settings-security.xml", "~/.cache/huggingface/token",
+      "~/.huggingface/token", "~/.config/rclone", "~/.config/sops", "~/.config/borg", "~/.config/op", "~/.op",
+      "~/.config/Bitwarden CLI", "~/.password-store", "~/.pki", "~/.local/share/keyrings", "~/.local/share/kwalletd",
+      "~/.msmtprc", "~/.fetchmailrc",
       // Shell and REPL history: commands typed with passwords and tokens in them.
       "~/.bash_history", "~/.zsh_history", "~/.zhistory", "~/.histfile", "~/.sh_history",
       "~/.local/share/fish/fish_history", "~/.python_history", "~/.ipython/profile_default/history.sqlite",
@@ -65,19 +63,19 @@ const std::vector<std::string>& protected_read_paths() {
       "~/.julia/logs/repl_history.jl", "~/.lesshst",
       // Browser, mail and chat profiles: cookies, sessions and saved passwords.
       "~/.mozilla", "~/.thunderbird", "~/.librewolf", "~/.config/google-chrome", "~/.config/google-chrome-beta",
-      "~/.config/google-chrome-unstable", "~/.config/chromium", "~/.config/BraveSoftware",
-      "~/.config/microsoft-edge", "~/.config/vivaldi", "~/.config/opera", "~/snap/firefox/common/.mozilla",
-      "~/snap/chromium/common/chromium", "~/.var/app/org.mozilla.firefox", "~/.var/app/com.google.Chrome",
-      "~/.var/app/org.chromium.Chromium", "~/.var/app/com.brave.Browser", "~/.var/app/org.mozilla.Thunderbird",
-      "~/.config/Slack", "~/.config/discord", "~/.config/Signal",
+      "~/.config/google-chrome-unstable", "~/.config/chromium", "~/.config/BraveSoftware", "~/.config/microsoft-edge",
+      "~/.config/vivaldi", "~/.config/opera", "~/snap/firefox/common/.mozilla", "~/snap/chromium/common/chromium",
+      "~/.var/app/org.mozilla.firefox", "~/.var/app/com.google.Chrome", "~/.var/app/org.chromium.Chromium",
+      "~/.var/app/com.brave.Browser", "~/.var/app/org.mozilla.Thunderbird", "~/.config/Slack", "~/.config/discord",
+      "~/.config/Signal",
       // The system's.
       "/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-", "/etc/ssh/*key*", "/etc/ssl/private"};
   return paths;
 }
 
 const std::vector<std::string>& system_read_paths() {
-  static const std::vector<std::string> paths = {"/usr", "/bin", "/sbin", "/lib", "/lib32",
-                                                 "/lib64", "/libx32", "/etc", "/opt"};
+  static const std::vector<std::string> paths = {"/usr",   "/bin",    "/sbin", "/lib", "/lib32",
+                                                 "/lib64", "/libx32", "/etc",  "/opt"};
   return paths;
 }
 
@@ -100,7 +98,7 @@ Caller current_caller(const std::vector<std::string>& environ) {
 
 std::string resolve_command(const std::string& name, const std::string& path_env, const std::string& cwd) {
   auto usable = [](const std::string& p) {
-    struct stat st {};
+    struct stat st{};
     return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
   };
   if (name.find('/') != std::string::npos) {
@@ -156,7 +154,8 @@ std::vector<std::string> build_env(const Policy& p, const Resolved& r, const Cal
     // reach nothing (the namespace has only lo). Node 20's fetch ignores them; Node 24
     // honours them with NODE_USE_ENV_PROXY=1.
     std::string url = "http://127.0.0.1:" + std::to_string(k_proxy_port);
-    for (const char* k : {"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"}) env[k] = url;
+    for (const char* k : {"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"})
+      env[k] = url;
     env["NO_PROXY"] = "";
     env["no_proxy"] = "";
     env["NODE_USE_ENV_PROXY"] = "1";
@@ -192,10 +191,14 @@ std::optional<std::uint64_t> parse_size(std::string_view s) {
   unsigned shift = 0;
   if (i < s.size()) {
     switch (s[i]) {
-      case 'k': case 'K': shift = 10; break;
-      case 'm': case 'M': shift = 20; break;
-      case 'g': case 'G': shift = 30; break;
-      case 't': case 'T': shift = 40; break;
+      case 'k':
+      case 'K': shift = 10; break;
+      case 'm':
+      case 'M': shift = 20; break;
+      case 'g':
+      case 'G': shift = 30; break;
+      case 't':
+      case 'T': shift = 40; break;
       default: return std::nullopt;
     }
   }
@@ -215,7 +218,8 @@ std::vector<std::string> describe(const Policy& p, const FsRules& fs) {
     return s;
   };
   out.push_back("policy: command " + list(p.argv) + " in " + log::quote(p.cwd));
-  out.push_back(std::string("policy: read ") + (fs.read_restricted ? "restricted to " + list(fs.readable) : "everything"));
+  out.push_back(std::string("policy: read ") +
+                (fs.read_restricted ? "restricted to " + list(fs.readable) : "everything"));
   out.push_back(std::string("policy: write ") + (fs.write_all ? "everything" : list(fs.writable)));
   out.push_back("policy: read-only inside writable: " + list(fs.read_only));
   out.push_back("policy: unreadable: " + list(fs.masked));
@@ -223,7 +227,9 @@ std::vector<std::string> describe(const Policy& p, const FsRules& fs) {
   if (!fs.protected_links.empty()) out.push_back("policy: protected symlinks: " + list(fs.protected_links));
   out.push_back("policy: scratch space (/tmp, /var/tmp, /dev/shm) up to " +
                 (p.tmpfs_size == 0 ? std::string("half the RAM") : std::to_string(p.tmpfs_size) + " bytes"));
-  const char* net = p.net == NetMode::None ? "none (loopback only)" : p.net == NetMode::Host ? "host network" : "filtered";
+  const char* net = p.net == NetMode::None   ? "none (loopback only)"
+                    : p.net == NetMode::Host ? "host network"
+                                             : "filtered";
   out.push_back(std::string("policy: network ") + net);
   for (const auto& sec : p.secrets) {  // names and hosts; never a value
     out.push_back("policy: secret " + sec.key + (sec.file.empty() ? "" : " (from " + log::quote(sec.file) + ")") +

@@ -6,8 +6,8 @@
 #include <cstdint>
 #include <map>
 #include <optional>
-#include <string_view>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "util/error.hpp"
@@ -72,18 +72,18 @@ struct FsRules {
   // Existing paths bound read-write; one inside another with nothing read-only between
   // them has no mount of its own (a rename over a file bound on its own fails: EBUSY).
   std::vector<std::string> writable;
-  std::vector<std::string> read_only;   // existing paths forced read-only (deny-write, protected)
-  std::vector<std::string> masked;      // existing paths that cannot be read
+  std::vector<std::string> read_only;  // existing paths forced read-only (deny-write, protected)
+  std::vector<std::string> masked;     // existing paths that cannot be read
   // Every --deny-read path, there at the check or not: the mount plan never shows one of
   // the host's, and masks one that has appeared since (overlay/plan.cpp).
   std::vector<std::string> deny_read_all;
-  std::vector<std::string> socket_dirs; // read-only views that block host unix sockets
+  std::vector<std::string> socket_dirs;     // read-only views that block host unix sockets
   std::vector<std::string> masked_sockets;  // host sockets inside writable binds, masked
-  bool scratch_host_content = true;     // scratch /tmp shows the host's /tmp
-  bool tmp_writable = false;            // /tmp really writable (bare --allow-write or named)
+  bool scratch_host_content = true;         // scratch /tmp shows the host's /tmp
+  bool tmp_writable = false;                // /tmp really writable (bare --allow-write or named)
   bool var_tmp_writable = false;
   bool shm_writable = false;
-  std::uint64_t tmpfs_size = 0;         // the scratch tmpfs's limit in bytes; 0: half the RAM
+  std::uint64_t tmpfs_size = 0;               // the scratch tmpfs's limit in bytes; 0: half the RAM
   std::vector<std::string> absent_protected;  // denied or protected paths that do not exist yet
   // Protected names that are symlinks in a writable directory (~/.bashrc -> dotfiles/bashrc):
   // their targets are read-only; the create guard keeps the links from being replaced.
@@ -105,9 +105,9 @@ struct FsRules {
   // Existing protected paths shown read-only: the guard refuses renames and links over
   // them with EACCES (the kernel's answer at a mount point is EBUSY) and names them.
   std::vector<std::string> protected_existing;
-  std::vector<std::string> tracked;     // snapshots: roots whose writes go to an overlay
-  std::string binary;                   // the command's resolved path, canonical, if found
-  std::string command_path;             // the same as PATH found it (for execve)
+  std::vector<std::string> tracked;  // snapshots: roots whose writes go to an overlay
+  std::string binary;                // the command's resolved path, canonical, if found
+  std::string command_path;          // the same as PATH found it (for execve)
 };
 
 // The filesystem view of a policy. Precondition: `resolved` is what finalize(p, caller)
@@ -134,12 +134,10 @@ std::vector<std::string> writable_roots(const FsRules& fs);
 std::vector<std::string> bound_unix_sockets(const std::string& proc_net_unix = "/proc/net/unix");
 
 // Resolves argv[0] against PATH the way execvp does; empty when not found.
-std::string resolve_command(const std::string& name, const std::string& path_env,
-                            const std::string& cwd);
+std::string resolve_command(const std::string& name, const std::string& path_env, const std::string& cwd);
 
 // The environment the command sees, as "K=V" strings.
 std::vector<std::string> build_env(const zerobox::Policy& p, const Resolved& resolved, const Caller& caller);
-
 
 // zerobox's own configuration. The directory `--profile NAME` reads NAME.toml from:
 // $XDG_CONFIG_HOME/zerobox when XDG_CONFIG_HOME is an absolute path, else ~/.config/zerobox
@@ -149,7 +147,6 @@ std::string profile_lookup_dir(const std::string& home, const std::string& xdg_c
 // then: ~/.config/zerobox, and $XDG_CONFIG_HOME/zerobox when that differs. compute_fs keeps
 // them from being written, created or replaced inside the sandbox, whatever the policy says.
 std::vector<std::string> profile_dirs(const std::string& home, const std::string& xdg_config_home);
-
 
 // A --tmpfs-size value: a number of bytes with an optional K, M, G or T suffix (powers of
 // 1024, either case), more than 0. nullopt when malformed or out of range.

@@ -58,12 +58,12 @@ struct Run {
   policy::FsRules fs;
   exec::Placeholders placeholders;  // removed when run() returns
   std::optional<overlay::MountTable> mounts;
-  std::string store_dir;                  // canonical when it exists; empty: none
+  std::string store_dir;  // canonical when it exists; empty: none
   std::optional<store::Registry> registry;
   // open_session
   SnapshotRun snap;
   // hide_stores
-  std::optional<store::Registry::Entry> run_record;  // removed when run() returns, after the sandbox
+  std::optional<store::Registry::Entry> run_record;    // removed when run() returns, after the sandbox
   std::optional<store::Registry::Lock> registry_lock;  // from reading the stores to the record
   // prepare_secrets, plan_mounts, filter_network, probe_kernel
   overlay::PlanOptions plan_opts;

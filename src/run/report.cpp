@@ -37,7 +37,8 @@ int report_exit(StatusFd& status, const std::string& cmd, exec::Outcome outcome,
       break;
     case Outcome::ExecFailed:
       rc = (err == ENOENT || err == ENOTDIR) ? k_exit_not_found : k_exit_not_executable;
-      log::error(log::quote(cmd) + ": " + (rc == k_exit_not_found ? std::string("command not found") : std::strerror(err)));
+      log::error(log::quote(cmd) + ": " +
+                 (rc == k_exit_not_found ? std::string("command not found") : std::strerror(err)));
       status.child_exit_code(rc);
       break;
     case Outcome::SetupFailed: break;
@@ -79,26 +80,33 @@ void report_refusals(Run& run, const exec::SandboxResult& res) {
   auto xdg = run.caller.env.find("XDG_CONFIG_HOME");
   auto profiles = policy::profile_dirs(run.caller.home, xdg == run.caller.env.end() ? std::string() : xdg->second);
   for (const auto& refused : res.guard_refused) {
-    bool is_denied = std::any_of(p.deny_write.begin(), p.deny_write.end(), [&](const std::string& d) { return path::is_under(refused, d); }) ||
-                  std::any_of(p.deny_read.begin(), p.deny_read.end(), [&](const std::string& d) { return path::is_under(refused, d); });
-    bool profile = std::any_of(profiles.begin(), profiles.end(), [&](const std::string& d) { return path::is_under(refused, d); });
+    bool is_denied = std::any_of(p.deny_write.begin(), p.deny_write.end(),
+                                 [&](const std::string& d) { return path::is_under(refused, d); }) ||
+                     std::any_of(p.deny_read.begin(), p.deny_read.end(),
+                                 [&](const std::string& d) { return path::is_under(refused, d); });
+    bool profile =
+        std::any_of(profiles.begin(), profiles.end(), [&](const std::string& d) { return path::is_under(refused, d); });
     if (is_denied || profile) {
       log::warning("refused to let the command create " + log::quote(refused) +
                    (is_denied ? " (a denied path)" : " (zerobox's profiles are never writable inside a sandbox)"));
       continue;
     }
-    bool existing = std::find(fs.protected_existing.begin(), fs.protected_existing.end(), refused) != fs.protected_existing.end();
+    bool existing =
+        std::find(fs.protected_existing.begin(), fs.protected_existing.end(), refused) != fs.protected_existing.end();
     // Deep in a writable tree, an existing one was opened for writing (or something made in it).
-    struct stat there {};
+    struct stat there{};
     bool deep_existing = !existing && ::lstat(refused.c_str(), &there) == 0;
     std::string name_this = policy::allow_write_hint(refused, fs);
-    log::warning("refused to let the command " + std::string(existing ? "replace" : deep_existing ? "change" : "create") +
-                 " protected path " +
-                 log::quote(refused) + " (--allow-write=" + log::quote(name_this) + " allows it)");
+    log::warning("refused to let the command " +
+                 std::string(existing        ? "replace"
+                             : deep_existing ? "change"
+                                             : "create") +
+                 " protected path " + log::quote(refused) + " (--allow-write=" + log::quote(name_this) + " allows it)");
     if (std::find(flags.begin(), flags.end(), name_this) == flags.end()) flags.push_back(name_this);
   }
   std::erase_if(flags, [&](const std::string& f) {
-    return std::any_of(flags.begin(), flags.end(), [&](const std::string& o) { return o != f && path::is_under(f, o); });
+    return std::any_of(flags.begin(), flags.end(),
+                       [&](const std::string& o) { return o != f && path::is_under(f, o); });
   });
   if (flags.size() > 1) {
     std::string all;

@@ -86,7 +86,7 @@ int run_prestarted(Policy policy, const std::vector<std::string>& environ, RunOp
   debug_dump(run);
   exec::SandboxResult res = start_and_wait(run, std::move(prestarted));  // proxy, live blocker, sandbox
   if (res.outcome == exec::Outcome::SetupFailed) return setup_failed(run.status, res.message);
-  report_refusals(run, res);  // protected paths made or refused
+  report_refusals(run, res);    // protected paths made or refused
   return finish_run(run, res);  // the exit status, the session journaled
 }
 
@@ -173,7 +173,7 @@ Result<void> finalize_policy(Run& run) {
 Result<void> refuse_directory_stdio() {
   for (int fd = 0; fd <= 2; ++fd) {
     int fl = ::fcntl(fd, F_GETFL);
-    struct stat st {};
+    struct stat st{};
     if (fl >= 0 && ((fl & O_PATH) != 0 || (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)))) {
       static const char* const k_names[] = {"stdin", "stdout", "stderr"};
       return fail_msg(std::string(k_names[fd]) + " (fd " + std::to_string(fd) +
@@ -242,7 +242,7 @@ Result<void> hide_stores(Run& run) {
       if (auto r = registry->admit_store(*run.registry_lock, store_dir); !r && r.error().err == 0) return r;
     }
     for (const auto& s : *stores) {
-      struct stat st {};
+      struct stat st{};
       if (::lstat(s.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) policy::mask_where_shown(run.fs, s);
     }
     policy::mask_where_shown(run.fs, registry->dir());
@@ -278,7 +278,8 @@ Result<void> prepare_secrets(Run& run) {
   if (!bundle) return std::unexpected(bundle.error());
   run.plan_opts.ca_bundle = std::move(*bundle);
   for (const auto& b : net::present_bundle_paths()) {
-    if (auto canon = path::canonicalize(b); canon && canon->exists) run.plan_opts.ca_bundle_targets.push_back(canon->path);
+    if (auto canon = path::canonicalize(b); canon && canon->exists)
+      run.plan_opts.ca_bundle_targets.push_back(canon->path);
   }
   return {};
 }
@@ -290,7 +291,8 @@ Result<void> plan_mounts(Run& run) {
   spec.plan = overlay::build_plan(run.fs, *run.mounts, p.cwd, run.plan_opts);
   if (run.snap.active) {
     if (auto r = prepare_layers(run.snap, spec.plan.tracked); !r) return r;
-    log::debug("session " + run.snap.session.id + ": " + std::to_string(spec.plan.tracked.size()) + " tracked overlays");
+    log::debug("session " + run.snap.session.id + ": " + std::to_string(spec.plan.tracked.size()) +
+               " tracked overlays");
   }
   spec.staging = staging_dir();
   spec.cwd = p.cwd;
@@ -359,13 +361,15 @@ void debug_dump(const Run& run) {
   if (!log::debug_enabled()) return;
   const auto& spec = run.spec;
   for (const auto& line : policy::describe(run.p, run.fs)) log::debug(line);
-  log::debug("namespaces: user, mount, pid, ipc, uts, cgroup" + std::string(spec.new_net ? ", net (loopback only)" : ""));
+  log::debug("namespaces: user, mount, pid, ipc, uts, cgroup" +
+             std::string(spec.new_net ? ", net (loopback only)" : ""));
   // Root's map is decided as the sandbox is cloned: its "ids:" note follows.
   if (::geteuid() != 0) log::debug("uid/gid map: the caller's uid and gid only");
   for (const auto& op : spec.plan.ops) log::debug("mount plan: " + overlay::describe(op));
   for (const auto& n : spec.plan.notes) log::debug("mount plan: " + n);
   log::debug(exec::describe(spec.landlock));
-  log::debug("seccomp: " + std::to_string(spec.seccomp.size()) + " BPF instructions (compiled by libseccomp at build time)");
+  log::debug("seccomp: " + std::to_string(spec.seccomp.size()) +
+             " BPF instructions (compiled by libseccomp at build time)");
   log::debug("environment: " + std::to_string(run.env.size()) + " variables");
 }
 
@@ -373,28 +377,33 @@ void debug_dump(const Run& run) {
 // child made; without the create guard, the live blocker watches the protected paths.
 exec::SandboxResult start_and_wait(Run& run, std::unique_ptr<exec::Prestart> prestarted) {
   auto on_listener = [&](int fd) {
-    run.proxy = std::make_unique<net::Proxy>(fd, *run.net_policy, [&](const net::NetEvent& e) {
-      std::string where = e.host + ":" + std::to_string(e.port);
-      if (log::debug_enabled()) log::debug(std::string("net: ") + (e.allowed ? "allow " : "deny ") + where + (e.reason.empty() ? "" : " (" + e.reason + ")"));
-      run.status.net(e.host, e.port, e.allowed, e.reason);
-      if (!e.allowed) {
-        std::lock_guard<std::mutex> lock(run.denied_mutex);
-        ++run.denied[where];
-      }
-    }, std::exchange(run.secrets, std::nullopt));
+    run.proxy = std::make_unique<net::Proxy>(
+        fd, *run.net_policy,
+        [&](const net::NetEvent& e) {
+          std::string where = e.host + ":" + std::to_string(e.port);
+          if (log::debug_enabled())
+            log::debug(std::string("net: ") + (e.allowed ? "allow " : "deny ") + where +
+                       (e.reason.empty() ? "" : " (" + e.reason + ")"));
+          run.status.net(e.host, e.port, e.allowed, e.reason);
+          if (!e.allowed) {
+            std::lock_guard<std::mutex> lock(run.denied_mutex);
+            ++run.denied[where];
+          }
+        },
+        std::exchange(run.secrets, std::nullopt));
     run.proxy->start();
   };
   run.live_blocker.emplace(run.fs.absent_protected);
-  auto res = exec::run_sandbox(run.spec,
-                               [&](long pid, bool guarded) {
-                                 run.status.child_started(pid);
-                                 // The guard refuses them in the kernel's stead; else
-                                 // they are looked for and moved aside.
-                                 run.guard_ran = guarded;
-                                 if (!guarded) run.live_blocker->start();
-                               },
-                               run.net_policy ? std::function<void(int)>(on_listener) : std::function<void(int)>(),
-                               std::move(prestarted));
+  auto res = exec::run_sandbox(
+      run.spec,
+      [&](long pid, bool guarded) {
+        run.status.child_started(pid);
+        // The guard refuses them in the kernel's stead; else
+        // they are looked for and moved aside.
+        run.guard_ran = guarded;
+        if (!guarded) run.live_blocker->start();
+      },
+      run.net_policy ? std::function<void(int)>(on_listener) : std::function<void(int)>(), std::move(prestarted));
   if (run.proxy) {
     run.proxy->stop();
     std::lock_guard<std::mutex> lock(run.denied_mutex);

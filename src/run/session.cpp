@@ -15,10 +15,10 @@
 
 namespace zb::run {
 
+using exec::StatusFd;
 using zerobox::Policy;
 using zerobox::RunOptions;
 using zerobox::SnapshotMode;
-using exec::StatusFd;
 
 void SnapshotRun::abandon() {
   if (!active) return;
@@ -29,12 +29,11 @@ void SnapshotRun::abandon() {
 }
 
 Result<void> start_session(SnapshotRun& run, const Policy& p, const policy::Resolved& resolved,
-                               const policy::FsRules& fs, const std::string& store_dir,
-                               store::Registry* registry) {
+                           const policy::FsRules& fs, const std::string& store_dir, store::Registry* registry) {
   for (const auto& t : fs.tracked) {
     if (!resolved.snapshot_everything && path::is_under(store_dir, t)) {
       return fail_msg("the snapshot store " + log::quote(store_dir) + " lies inside the tracked path " + log::quote(t) +
-                          ": set ZEROBOX_HOME to a directory outside it, or track less with --snapshot-path");
+                      ": set ZEROBOX_HOME to a directory outside it, or track less with --snapshot-path");
     }
     if (path::is_under(t, store_dir)) {
       return fail_msg("the tracked path " + log::quote(t) + " lies inside the snapshot store " + log::quote(store_dir));
@@ -85,7 +84,7 @@ Result<void> prepare_layers(SnapshotRun& run, const std::vector<std::string>& tr
     }
     // The overlay's root directory shows the upper directory's mode and owner: make them
     // the tracked directory's (the store itself stays 0700).
-    struct stat st {};
+    struct stat st{};
     std::string up = dir + "/upper/" + std::to_string(n);
     if (::stat(tracked[n].c_str(), &st) != 0) return fail("stat " + tracked[n]);
     if (::geteuid() == 0 && ::chown(up.c_str(), st.st_uid, st.st_gid) != 0) return fail("chown " + up);
@@ -94,7 +93,8 @@ Result<void> prepare_layers(SnapshotRun& run, const std::vector<std::string>& tr
   return {};
 }
 
-void end_session(SnapshotRun& run, const Policy& p, const RunOptions& options, StatusFd& status, exec::Outcome outcome, int code, int sig) {
+void end_session(SnapshotRun& run, const Policy& p, const RunOptions& options, StatusFd& status, exec::Outcome outcome,
+                 int code, int sig) {
   using store::SessionState;
   store::Finish fin;
   if (outcome == exec::Outcome::Signaled) {
@@ -108,14 +108,15 @@ void end_session(SnapshotRun& run, const Policy& p, const RunOptions& options, S
   if (!js) {
     fin.state = SessionState::Failed;
     (void)run.store->finish(run.session.id, fin);
-    log::error("recording session " + short_id + " failed: " + js.error().message() + "; the command's writes are kept in " +
-               run.store->session_dir(run.session.id) + "/upper");
+    log::error("recording session " + short_id + " failed: " + js.error().message() +
+               "; the command's writes are kept in " + run.store->session_dir(run.session.id) + "/upper");
     status.session(run.session.id, "failed", 0);
     return;
   }
   fin.state = p.snapshot == SnapshotMode::Restore ? SessionState::Restored : SessionState::Pending;
   std::string state(store::to_string(fin.state));
-  if (auto r = run.store->finish(run.session.id, fin); !r) log::error("session " + short_id + ": " + r.error().message());
+  if (auto r = run.store->finish(run.session.id, fin); !r)
+    log::error("session " + short_id + ": " + r.error().message());
   if (p.snapshot == SnapshotMode::Snapshot && js->changes == 0) {
     if (auto r = run.store->set_state(run.session.id, SessionState::Accepted); r) state = "accepted";
   } else if (p.snapshot == SnapshotMode::Snapshot) {
@@ -125,8 +126,9 @@ void end_session(SnapshotRun& run, const Policy& p, const RunOptions& options, S
                  " (the next zerobox snapshot command finishes it)");
     } else if (!applied->conflicts.empty()) {
       for (const auto& c : applied->conflicts) log::error("conflict: " + c);
-      log::error("session " + short_id + " was not applied: files changed on the host meanwhile; see `zerobox snapshot diff " +
-                 short_id + "`, then `zerobox snapshot accept --force " + short_id + "`");
+      log::error("session " + short_id +
+                 " was not applied: files changed on the host meanwhile; see `zerobox snapshot diff " + short_id +
+                 "`, then `zerobox snapshot accept --force " + short_id + "`");
     } else {
       state = "accepted";
     }

@@ -45,7 +45,7 @@ int run_unsandboxed(const Policy& p, const std::vector<std::string>& env, Status
   }
   if (pid == 0) {
     errpipe->read.reset();
-    struct sigaction dfl {};
+    struct sigaction dfl{};
     dfl.sa_handler = SIG_DFL;
     for (int s : exec::k_forwarded_signals) ::sigaction(s, &dfl, nullptr);
     ::signal(SIGPIPE, SIG_DFL);

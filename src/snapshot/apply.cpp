@@ -34,13 +34,15 @@ namespace {
 
 class Progress {
  public:
-  Progress(bool on, std::string verb, std::size_t total) : m_on(on && total >= 200 && ::isatty(2)), m_verb(std::move(verb)), m_total(total) {}
+  Progress(bool on, std::string verb, std::size_t total)
+      : m_on(on && total >= 200 && ::isatty(2)), m_verb(std::move(verb)), m_total(total) {}
   void tick(std::size_t done) {
     if (!m_on) return;
     auto now = std::chrono::steady_clock::now();
     if (now - m_last < std::chrono::milliseconds(100) && done != m_total) return;
     m_last = now;
-    std::fprintf(stderr, "\rzerobox: %s: %zu/%zu changes (%zu%%)", m_verb.c_str(), done, m_total, m_total ? done * 100 / m_total : 100);
+    std::fprintf(stderr, "\rzerobox: %s: %zu/%zu changes (%zu%%)", m_verb.c_str(), done, m_total,
+                 m_total ? done * 100 / m_total : 100);
     m_shown = true;
   }
   ~Progress() {
@@ -94,8 +96,8 @@ Change inverse(const Change& c) {
   return r;
 }
 
-Result<ApplyReport> apply_changes(store::Store& store, const store::Session& s, const std::string& verb, const ApplyOptions& opts,
-                                  const std::function<Result<std::string>()>& begin,
+Result<ApplyReport> apply_changes(store::Store& store, const store::Session& s, const std::string& verb,
+                                  const ApplyOptions& opts, const std::function<Result<std::string>()>& begin,
                                   const std::function<void()>& on_rolled_back) {
   ApplyReport report;
   auto changes = store.changes(s.id);
@@ -133,7 +135,9 @@ Result<ApplyReport> apply_changes(store::Store& store, const store::Session& s, 
   auto unseen = find_unseen(store, tree, s, *changes, skip, policy);
   if (!unseen) return std::unexpected(unseen.error());
   for (const auto& u : *unseen) {
-    report.conflicts.push_back(log::quote(u.path) + " is not part of the session: it was added or changed on the host after the command saw its directory");
+    report.conflicts.push_back(
+        log::quote(u.path) +
+        " is not part of the session: it was added or changed on the host after the command saw its directory");
   }
   if (!report.conflicts.empty() && !opts.force) return report;
 
@@ -151,12 +155,13 @@ Result<ApplyReport> apply_changes(store::Store& store, const store::Session& s, 
       if (verified.count(blob) != 0) continue;
       auto ok = store.verify_blob(blob);
       if (!ok) {
-        return fail_msg("session " + shown_session(s) + ": the stored content of " + log::quote(c.path) + " (blob " + blob +
-                        ") cannot be read: " + ok.error().message() + "; nothing was changed");
+        return fail_msg("session " + shown_session(s) + ": the stored content of " + log::quote(c.path) + " (blob " +
+                        blob + ") cannot be read: " + ok.error().message() + "; nothing was changed");
       }
       if (!*ok) {
-        return fail_msg("session " + shown_session(s) + ": the stored content of " + log::quote(c.path) + " does not match its hash (blob " +
-                        blob + "): the store was changed outside zerobox; nothing was changed");
+        return fail_msg("session " + shown_session(s) + ": the stored content of " + log::quote(c.path) +
+                        " does not match its hash (blob " + blob +
+                        "): the store was changed outside zerobox; nothing was changed");
       }
       verified.insert(blob);
     }
@@ -218,8 +223,8 @@ Result<ApplyReport> apply_changes(store::Store& store, const store::Session& s, 
   std::map<std::int64_t, std::pair<std::string, FileMeta>> first_name;
   auto same_file = [](const FileMeta& a, const FileMeta& b) {
     return a.blob.value_or("") == b.blob.value_or("") && a.mode.value_or(0) == b.mode.value_or(0) && a.uid == b.uid &&
-           a.gid.value_or(0) == b.gid.value_or(0) && a.mtime_ns.value_or(0) == b.mtime_ns.value_or(0) && a.xattrs == b.xattrs &&
-           a.size.value_or(0) == b.size.value_or(0);
+           a.gid.value_or(0) == b.gid.value_or(0) && a.mtime_ns.value_or(0) == b.mtime_ns.value_or(0) &&
+           a.xattrs == b.xattrs && a.size.value_or(0) == b.size.value_or(0);
   };
   std::vector<DirMeta> dirs;
   Progress progress(opts.progress, verb, changes->size());
@@ -288,7 +293,8 @@ Result<void> finish_accept(store::Store& store, const std::string& id, std::int6
   return {};
 }
 
-Result<void> finish_restore(store::Store& store, const std::string& restore_id, const std::string& restored, std::int64_t intent) {
+Result<void> finish_restore(store::Store& store, const std::string& restore_id, const std::string& restored,
+                            std::int64_t intent) {
   if (auto r = store.finish(restore_id, {.state = store::SessionState::Accepted}); !r) return r;
   if (auto r = store.mark_applied(restore_id); !r) return r;
   crash_point();
@@ -326,7 +332,8 @@ Result<PendingSession> lock_pending(store::Store& store, const std::string& id, 
   if (!s) return std::unexpected(s.error());
   if (!*s) return fail_msg("no session " + id);
   if ((*s)->state != store::SessionState::Pending) {
-    return fail_msg("session " + id.substr(0, 12) + " is " + state_name((*s)->state) + ", not pending: only a pending session can be " + verb);
+    return fail_msg("session " + id.substr(0, 12) + " is " + state_name((*s)->state) +
+                    ", not pending: only a pending session can be " + verb);
   }
   return PendingSession{std::move(*lock), std::move(**s)};
 }
@@ -349,12 +356,11 @@ Result<ApplyReport> restore_session(store::Store& store, const std::string& id, 
   std::string short_id = id.substr(0, 12);
   switch (s.state) {
     case store::SessionState::Accepted: break;
-    case store::SessionState::Restored:
-      return fail_msg("session " + short_id + " is already restored");
+    case store::SessionState::Restored: return fail_msg("session " + short_id + " is already restored");
     case store::SessionState::Pending:
-      return fail_msg("session " + short_id + " is pending: nothing was applied (use `zerobox snapshot discard " + short_id + "`)");
-    default:
-      return fail_msg("session " + short_id + " is " + state_name(s.state) + ": nothing to restore");
+      return fail_msg("session " + short_id + " is pending: nothing was applied (use `zerobox snapshot discard " +
+                      short_id + "`)");
+    default: return fail_msg("session " + short_id + " is " + state_name(s.state) + ": nothing to restore");
   }
   auto changes = store.changes(id);
   if (!changes) return std::unexpected(changes.error());
@@ -385,7 +391,8 @@ Result<ApplyReport> restore_session(store::Store& store, const std::string& id, 
   if (auto r = store.retain_blobs(refs); !r) return std::unexpected(r.error());
   if (auto r = store.add_changes(r_session->id, inv); !r) return std::unexpected(r.error());
   auto fresh = store.get_session(r_session->id);
-  if (!fresh || !*fresh) return std::unexpected(fresh ? SysError{"journal: restore session vanished", 0} : fresh.error());
+  if (!fresh || !*fresh)
+    return std::unexpected(fresh ? SysError{"journal: restore session vanished", 0} : fresh.error());
   std::int64_t intent = -1;
   auto begin = intent_recorder(store, r_session->id, "restore", id, opts.force, intent);
   bool rolled_back = false;

@@ -24,14 +24,12 @@
 //      resolved below its tracked root with openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS
 //      | RESOLVE_NO_MAGICLINKS): a symlink planted by the sandboxed command never
 //      redirects a write. Files, symlinks and FIFOs are created under a temporary name in
-//      their directory (".zerobox-tmp-SEQ-TAG", TAG random per operation and kept in the intent) with their mode, owner (as root only) and
-//      mtime, then renamed over the target, so each target is always either before or
-//      after. setuid/setgid bits are dropped; the recorded xattrs are set (a run's new side
-//      holds only user.* ones, so no file capability leaves a sandbox; a pre-image holds
-//      every one the journal could read, set where permitted, with a warning otherwise);
-//      the names of a pre-image's inode (FileMeta::inode) become hard links again;
-//      device nodes are never created and unix sockets are skipped, with a warning.
-//      Directory modes, xattrs and mtimes are set last.
+//      their directory (".zerobox-tmp-SEQ-TAG", TAG random per operation and kept in the intent) with their mode, owner
+//      (as root only) and mtime, then renamed over the target, so each target is always either before or after.
+//      setuid/setgid bits are dropped; the recorded xattrs are set (a run's new side holds only user.* ones, so no file
+//      capability leaves a sandbox; a pre-image holds every one the journal could read, set where permitted, with a
+//      warning otherwise); the names of a pre-image's inode (FileMeta::inode) become hard links again; device nodes are
+//      never created and unix sockets are skipped, with a warning. Directory modes, xattrs and mtimes are set last.
 //   4. The session's state changes and the intent is removed in one step each.
 // A crash (or kill) anywhere leaves the intent behind; the next zerobox that opens the
 // store (recover_interrupted) finishes the operation: done targets are at their

@@ -27,7 +27,7 @@ namespace zb::snapshot::detail {
 // What is at a target now.
 struct Observed {
   bool exists = false;
-  struct stat st {};
+  struct stat st{};
   std::optional<store::FileType> type;
 };
 
@@ -94,8 +94,9 @@ using OpenContent = std::function<Result<UniqueFd>(const store::FileMeta&)>;
 // Moves one target to its after-state, through a temporary name with tmp_tag in it.
 // Directory metadata is queued in `dirs`. link_from: another name of the same recorded
 // inode, already in place, to hard-link.
-Result<void> materialize(Tree& tree, const store::Change& c, const std::string& tmp_tag, const OpenContent& open_content,
-                         std::vector<DirMeta>& dirs, const std::string* link_from = nullptr);
+Result<void> materialize(Tree& tree, const store::Change& c, const std::string& tmp_tag,
+                         const OpenContent& open_content, std::vector<DirMeta>& dirs,
+                         const std::string* link_from = nullptr);
 
 // Sets the queued directories' modes, owners, xattrs and mtimes, deepest first.
 Result<void> settle_dirs(Tree& tree, std::vector<DirMeta>& dirs);

@@ -81,7 +81,7 @@ Result<UniqueFd> open_dir_at(int dir_fd, const char* name, const std::string& wh
   // 000): the layer is zerobox's own, and the mode was read before this open, so make it
   // searchable. Never done to the lower (host) tree.
   if (!fd && errno == EACCES && ::geteuid() != 0 && what.rfind("upper ", 0) == 0) {
-    struct stat st {};
+    struct stat st{};
     if (::fstatat(dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode) && st.st_uid == ::geteuid()) {
       ::fchmodat(dir_fd, name, (st.st_mode & 07777) | 0700, 0);
       fd.reset(::openat(dir_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
@@ -124,8 +124,7 @@ Result<bool> carried_xattrs_differ(int upper, int lower, const char* name, const
 }
 
 std::int64_t ctime_ns(const struct stat& st) {
-  return static_cast<std::int64_t>(st.st_ctim.tv_sec) * 1'000'000'000 +
-         static_cast<std::int64_t>(st.st_ctim.tv_nsec);
+  return static_cast<std::int64_t>(st.st_ctim.tv_sec) * 1'000'000'000 + static_cast<std::int64_t>(st.st_ctim.tv_nsec);
 }
 
 // One side of a change from the entry's stat: every reported side carries its xattrs of
@@ -178,8 +177,7 @@ bool xattr_is(int fd, const std::string& name, char value) {
 // Overlay's second whiteout form: a zero-size regular file carrying overlay.whiteout (any
 // value). Looked up through /proc/self/fd when the file cannot be opened for reading (an
 // unprivileged scan of a mode-000 file): lgetxattr needs no permission on the file itself.
-Result<bool> is_xattr_whiteout(int dir_fd, const char* name, const std::string& attr,
-                               const std::string& what) {
+Result<bool> is_xattr_whiteout(int dir_fd, const char* name, const std::string& attr, const std::string& what) {
   UniqueFd fd(::openat(dir_fd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
   ssize_t n = -1;
   if (fd) {
@@ -197,7 +195,8 @@ Result<bool> is_xattr_whiteout(int dir_fd, const char* name, const std::string& 
 
 class Walker {
  public:
-  Walker(const ChangeSink& sink, const ScanOptions& options) : m_sink(sink), m_since(options.since_ns), m_on_opaque(options.on_opaque) {
+  Walker(const ChangeSink& sink, const ScanOptions& options)
+      : m_sink(sink), m_since(options.since_ns), m_on_opaque(options.on_opaque) {
     std::string prefix = options.xattrs == OverlayXattrs::User ? "user.overlay." : "trusted.overlay.";
     m_opaque = prefix + "opaque";
     m_whiteout = prefix + "whiteout";
@@ -262,8 +261,7 @@ class Walker {
   bool unseen(const struct stat& st) const { return m_since > 0 && !S_ISDIR(st.st_mode) && ctime_ns(st) >= m_since; }
 
   // A lower entry is gone: its subtree first (post-order), then the entry.
-  Result<void> report_deleted(int lower, const char* name, const struct stat& lst,
-                              const std::string& path) {
+  Result<void> report_deleted(int lower, const char* name, const struct stat& lst, const std::string& path) {
     if (S_ISDIR(lst.st_mode)) {
       if (auto r = delete_contents(lower, name, path); !r) return r;
     }
@@ -344,7 +342,8 @@ class Walker {
     sc.change.path = path;
     if (!lst) {
       sc.change.kind = ChangeKind::Added;
-      if (auto r = fill_new(sc, upper, name, "upper " + path, ust, std::move(new_link)); !r) return std::unexpected(r.error());
+      if (auto r = fill_new(sc, upper, name, "upper " + path, ust, std::move(new_link)); !r)
+        return std::unexpected(r.error());
       if (auto r = emit(std::move(sc)); !r) return std::unexpected(r.error());
       return true;
     }
@@ -374,15 +373,16 @@ class Walker {
         sc.change.kind = ChangeKind::ModeChanged;
       }
     }
-    if (auto r = fill_old(sc.change, lower, name, "lower " + path, *lst, std::move(old_link)); !r) return std::unexpected(r.error());
-    if (auto r = fill_new(sc, upper, name, "upper " + path, ust, std::move(new_link)); !r) return std::unexpected(r.error());
+    if (auto r = fill_old(sc.change, lower, name, "lower " + path, *lst, std::move(old_link)); !r)
+      return std::unexpected(r.error());
+    if (auto r = fill_new(sc, upper, name, "upper " + path, ust, std::move(new_link)); !r)
+      return std::unexpected(r.error());
     if (auto r = emit(std::move(sc)); !r) return std::unexpected(r.error());
     return true;
   }
 
-  Result<void> visit_dir(int upper, int lower, bool hidden, const char* name,
-                         const std::string& path, const struct stat& ust,
-                         const std::optional<struct stat>& lst) {
+  Result<void> visit_dir(int upper, int lower, bool hidden, const char* name, const std::string& path,
+                         const struct stat& ust, const std::optional<struct stat>& lst) {
     auto udir = open_dir_at(upper, name, "upper " + path);
     if (!udir) return std::unexpected(udir.error());
     ScannedChange sc;
@@ -423,9 +423,8 @@ class Walker {
 
   // Same-type entries: regular files by size then bytes, symlinks by target, devices by
   // number. FIFOs and sockets have no content.
-  static Result<bool> content_differs(int upper, int lower, const char* name,
-                                      const std::string& path, const struct stat& ust,
-                                      const struct stat& lst,
+  static Result<bool> content_differs(int upper, int lower, const char* name, const std::string& path,
+                                      const struct stat& ust, const struct stat& lst,
                                       const std::optional<std::string>& new_link,
                                       const std::optional<std::string>& old_link) {
     switch (ust.st_mode & S_IFMT) {
@@ -519,14 +518,13 @@ Result<bool> same_content(int a, int b, std::int64_t size_in) {
   return true;
 }
 
-Result<void> for_each_change(int upper_dir, int lower_dir, const ChangeSink& sink,
-                             const ScanOptions& options) {
+Result<void> for_each_change(int upper_dir, int lower_dir, const ChangeSink& sink, const ScanOptions& options) {
   Walker walker(sink, options);
   return walker.walk_dir(upper_dir, lower_dir, walker.is_opaque(upper_dir), "");
 }
 
-Result<void> for_each_change(const std::string& upper_dir, const std::string& lower_dir,
-                             const ChangeSink& sink, const ScanOptions& options) {
+Result<void> for_each_change(const std::string& upper_dir, const std::string& lower_dir, const ChangeSink& sink,
+                             const ScanOptions& options) {
   UniqueFd upper(::open(upper_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!upper) return fail("open " + upper_dir);
   UniqueFd lower(::open(lower_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
@@ -534,8 +532,7 @@ Result<void> for_each_change(const std::string& upper_dir, const std::string& lo
   return for_each_change(upper.get(), lower.get(), sink, options);
 }
 
-Result<std::vector<ScannedChange>> collect_changes(const std::string& upper_dir,
-                                                   const std::string& lower_dir,
+Result<std::vector<ScannedChange>> collect_changes(const std::string& upper_dir, const std::string& lower_dir,
                                                    const ScanOptions& options) {
   std::vector<ScannedChange> out;
   auto r = for_each_change(

@@ -125,17 +125,15 @@ using ChangeSink = std::function<Result<void>(const ScannedChange&)>;
 // and passes every change to `sink`. Fails on the first system call that fails (naming
 // the relative path), except that an entry vanishing from the lower tree during the scan
 // counts as absent.
-Result<void> for_each_change(int upper_dir, int lower_dir, const ChangeSink& sink,
-                             const ScanOptions& options = {});
+Result<void> for_each_change(int upper_dir, int lower_dir, const ChangeSink& sink, const ScanOptions& options = {});
 
 // The same, opening both directories by path (O_DIRECTORY, following symlinks only in
 // the paths given here).
-Result<void> for_each_change(const std::string& upper_dir, const std::string& lower_dir,
-                             const ChangeSink& sink, const ScanOptions& options = {});
+Result<void> for_each_change(const std::string& upper_dir, const std::string& lower_dir, const ChangeSink& sink,
+                             const ScanOptions& options = {});
 
 // Collects every change into a vector, in the order for_each_change reports them.
-Result<std::vector<ScannedChange>> collect_changes(const std::string& upper_dir,
-                                                   const std::string& lower_dir,
+Result<std::vector<ScannedChange>> collect_changes(const std::string& upper_dir, const std::string& lower_dir,
                                                    const ScanOptions& options = {});
 
 // True when two open regular files hold the same bytes. Reads through a bounded buffer and

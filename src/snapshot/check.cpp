@@ -35,7 +35,8 @@ std::optional<util::Xattrs> carried_of(const std::optional<FileMeta>& side) {
   if (!side || !side->xattrs) return std::nullopt;
   auto x = store::decode_xattrs(*side->xattrs);
   if (!x) return std::nullopt;
-  std::erase_if(*x, [](const auto& kv) { return !kv.first.starts_with("user.") || kv.first.starts_with("user.overlay."); });
+  std::erase_if(*x,
+                [](const auto& kv) { return !kv.first.starts_with("user.") || kv.first.starts_with("user.overlay."); });
   return x;
 }
 
@@ -200,8 +201,9 @@ Result<void> capture(store::Store& store, Tree& tree, Change& c, const Observed&
   return {};
 }
 
-Result<std::vector<Unseen>> find_unseen(store::Store& store, Tree& tree, const store::Session& s, const std::vector<Change>& changes,
-                                        const std::vector<bool>& skip, const SessionPolicy& policy) {
+Result<std::vector<Unseen>> find_unseen(store::Store& store, Tree& tree, const store::Session& s,
+                                        const std::vector<Change>& changes, const std::vector<bool>& skip,
+                                        const SessionPolicy& policy) {
   // Every name the session knows, by directory: its changes, and what its opaque
   // directories held.
   std::map<std::string, std::set<std::string>> known;
@@ -209,7 +211,8 @@ Result<std::vector<Unseen>> find_unseen(store::Store& store, Tree& tree, const s
   std::vector<std::pair<std::string, std::int64_t>> claimed;
   for (std::size_t i = 0; i < changes.size(); ++i) {
     const Change& c = changes[i];
-    if (!skip[i] && type_of(c.before) == FileType::Directory && type_of(c.after) != FileType::Directory) claimed.emplace_back(c.path, c.seq);
+    if (!skip[i] && type_of(c.before) == FileType::Directory && type_of(c.after) != FileType::Directory)
+      claimed.emplace_back(c.path, c.seq);
   }
   // A restore only removes what the session made: an opaque directory is the session's
   // claim, not its undo's.
@@ -252,7 +255,8 @@ Result<std::vector<Unseen>> find_unseen(store::Store& store, Tree& tree, const s
   return out;
 }
 
-Result<void> capture_tree(store::Store& store, Tree& tree, const std::string& p, std::vector<Change>& out, std::size_t depth) {
+Result<void> capture_tree(store::Store& store, Tree& tree, const std::string& p, std::vector<Change>& out,
+                          std::size_t depth) {
   if (depth > 2000) return fail_msg(log::quote(p) + ": more than 2000 nested directories");
   auto o = observe(tree, p);
   if (!o) return std::unexpected(o.error());
@@ -304,7 +308,8 @@ Result<void> validate_journal(store::Store& store, const store::Session& s, cons
   std::set<std::string> seen_blobs;
   for (const auto& c : changes) {
     bool inside = c.path.size() > 1 && c.path.front() == '/' && path::normalize(c.path) == c.path &&
-                  std::any_of(s.roots.begin(), s.roots.end(), [&](const std::string& r) { return c.path != r && path::is_under(c.path, r); });
+                  std::any_of(s.roots.begin(), s.roots.end(),
+                              [&](const std::string& r) { return c.path != r && path::is_under(c.path, r); });
     if (!inside) {
       return fail_msg(where + "its tracked paths: change " + std::to_string(c.seq) + " is for " + log::quote(c.path) +
                       ", outside every tracked path of the session" + tail);
@@ -325,8 +330,8 @@ Result<void> validate_journal(store::Store& store, const store::Session& s, cons
         present = fd.has_value();
       }
       if (!present) {
-        return fail_msg(where + "its blobs: change " + std::to_string(c.seq) + " (" + log::quote(c.path) + ") names blob " +
-                        log::quote(b) + ", which the store does not hold" + tail);
+        return fail_msg(where + "its blobs: change " + std::to_string(c.seq) + " (" + log::quote(c.path) +
+                        ") names blob " + log::quote(b) + ", which the store does not hold" + tail);
       }
     }
   }

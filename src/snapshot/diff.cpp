@@ -84,9 +84,7 @@ Result<void> write_diff(std::FILE* out, store::Store& store, const std::vector<s
     case DiffFormat::Stat:
       if (auto r = write_stat(out, store, chosen, renames, options, col); !r) return r;
       break;
-    case DiffFormat::NameStatus:
-      write_name_status(out, chosen, options);
-      break;
+    case DiffFormat::NameStatus: write_name_status(out, chosen, options); break;
     case DiffFormat::Json:
       if (auto r = write_json(out, chosen, options); !r) return r;
       break;

@@ -18,13 +18,13 @@ enum class DiffFormat { Patch, Stat, NameStatus, Json };
 
 struct DiffOptions {
   DiffFormat format = DiffFormat::Patch;
-  bool color = false;       // ANSI colours as git uses them (meta bold, hunk cyan, -red, +green)
-  std::string cwd;          // the session's working directory: human output shows paths
-                            // relative to it where they lie under it
+  bool color = false;                // ANSI colours as git uses them (meta bold, hunk cyan, -red, +green)
+  std::string cwd;                   // the session's working directory: human output shows paths
+                                     // relative to it where they lie under it
   std::vector<std::string> filters;  // absolute paths; when non-empty, only changes at or
                                      // under one of them are shown
-  std::string session_id;   // carried in --json output
-  bool visible_controls = false;  // Patch: contents through visible_controls() (for a terminal)
+  std::string session_id;            // carried in --json output
+  bool visible_controls = false;     // Patch: contents through visible_controls() (for a terminal)
   // Called after each change is rendered (done, total); may be empty.
   std::function<void(std::size_t, std::size_t)> progress;
 };

@@ -95,7 +95,7 @@ Result<Content> probe(store::Store& store, const std::optional<Side>& side) {
     c.body = Body::NotKept;
     return c;
   }
-  struct stat st {};
+  struct stat st{};
   if (::fstat(fd->get(), &st) != 0) return fail("fstat blob " + *side->blob);
   c.size = st.st_size;
   if (c.size > k_max_text) {

@@ -147,14 +147,9 @@ Result<void> write_patch_pair(std::FILE* out, store::Store& store, const Change&
   std::string from = p.a ? a_name : "/dev/null";
   std::string to = p.b ? b_name : "/dev/null";
   switch (d.body) {
-    case Body::None:
-      break;
-    case Body::Binary:
-      put(out, "Binary files " + from + " and " + to + " differ\n");
-      break;
-    case Body::NotKept:
-      put(out, "Files " + from + " and " + to + " differ (contents not kept)\n");
-      break;
+    case Body::None: break;
+    case Body::Binary: put(out, "Binary files " + from + " and " + to + " differ\n"); break;
+    case Body::NotKept: put(out, "Files " + from + " and " + to + " differ (contents not kept)\n"); break;
     case Body::Text:
       if (d.insertions == 0 && d.deletions == 0) break;
       meta("--- " + from);
@@ -165,8 +160,8 @@ Result<void> write_patch_pair(std::FILE* out, store::Store& store, const Change&
   return {};
 }
 
-void write_rename(std::FILE* out, const Change& from, const Change& to, const std::string& from_shown, const std::string& to_shown,
-                  const Colors& col) {
+void write_rename(std::FILE* out, const Change& from, const Change& to, const std::string& from_shown,
+                  const std::string& to_shown, const Colors& col) {
   auto meta = [&](const std::string& s) { put_line(out, col.meta, s, col.reset); };
   auto strip = [](const std::string& p) { return p.empty() || p.front() != '/' ? p : p.substr(1); };
   meta("diff --git " + git_quote("a/" + strip(from_shown)) + " " + git_quote("b/" + strip(to_shown)));

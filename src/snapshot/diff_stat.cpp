@@ -177,7 +177,8 @@ Result<void> write_stat(std::FILE* out, store::Store& store, const std::vector<c
     if (renames.sources.count(i) != 0) continue;
     if (auto r = renames.from_of.find(i); r != renames.from_of.end()) {
       FileStat f;
-      f.name = git_quote(shown_path(chosen[r->second]->path, options.cwd)) + " => " + git_quote(shown_path(c->path, options.cwd));
+      f.name = git_quote(shown_path(chosen[r->second]->path, options.cwd)) + " => " +
+               git_quote(shown_path(c->path, options.cwd));
       stats.push_back(std::move(f));
       continue;
     }

@@ -20,9 +20,7 @@ std::unexpected<SysError> bad(std::string_view pattern, std::string_view why) {
 
 // FNM_PATHNAME keeps '*', '?' and '[...]' from matching '/'. FNM_PERIOD is left out on
 // purpose: as in gitignore, "*.log" also matches ".x.log".
-bool glob_match(const char* glob, const char* text) {
-  return ::fnmatch(glob, text, FNM_PATHNAME) == 0;
-}
+bool glob_match(const char* glob, const char* text) { return ::fnmatch(glob, text, FNM_PATHNAME) == 0; }
 
 std::vector<std::string> split(std::string_view s) {
   std::vector<std::string> parts;
@@ -54,8 +52,7 @@ std::vector<std::string> globstar_components(std::string_view glob) {
 // component stands for zero or more names. fnmatch(3) cannot do "**", so this is the
 // classic wildcard walk with backtracking to the last "**", one name at a time: linear
 // unless there are several "**", and then O(names * components).
-bool match_components(const std::vector<std::string>& pat, const std::vector<std::string>& names,
-                      std::size_t count) {
+bool match_components(const std::vector<std::string>& pat, const std::vector<std::string>& names, std::size_t count) {
   std::size_t p = 0;
   std::size_t n = 0;
   std::optional<std::size_t> star;  // index of the last "**" seen
@@ -85,8 +82,7 @@ Result<Excludes> Excludes::compile(const std::vector<std::string>& patterns) {
   for (const auto& text : patterns) {
     if (text.empty()) return fail_msg("--snapshot-exclude: empty pattern");
     if (text.front() == '!') {
-      return fail_msg("--snapshot-exclude: negated patterns ('!x') are not supported: " +
-                      quoted(text));
+      return fail_msg("--snapshot-exclude: negated patterns ('!x') are not supported: " + quoted(text));
     }
     Pattern p;
     std::string_view glob = text;

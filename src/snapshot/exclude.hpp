@@ -39,7 +39,7 @@ class Excludes {
 
  private:
   struct Pattern {
-    std::string glob;    // without the trailing '/' and leading '/'
+    std::string glob;  // without the trailing '/' and leading '/'
     bool dir_only = false;
     bool anchored = false;  // contains a '/' (other than a trailing one): matched against
                             // the whole relative path, else against each name

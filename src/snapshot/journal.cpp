@@ -30,7 +30,8 @@ bool carried_xattrs_changed(const Change& c) {
   auto old_x = store::decode_xattrs(*c.before->xattrs);
   auto new_x = store::decode_xattrs(*c.after->xattrs);
   if (!old_x || !new_x) return true;
-  std::erase_if(*old_x, [](const auto& kv) { return !kv.first.starts_with("user.") || kv.first.starts_with("user.overlay."); });
+  std::erase_if(*old_x,
+                [](const auto& kv) { return !kv.first.starts_with("user.") || kv.first.starts_with("user.overlay."); });
   return *old_x != *new_x;
 }
 
@@ -63,7 +64,6 @@ std::vector<std::string> from_array(const nlohmann::json& j, const char* key) {
   }
   return out;
 }
-
 
 }  // namespace
 
@@ -170,15 +170,17 @@ Result<JournalStats> journal_session(store::Store& store, const store::Session& 
         auto slash = rel.rfind('/');
         std::string dir = slash == std::string::npos ? "." : rel.substr(0, slash);
         std::string name = slash == std::string::npos ? rel : rel.substr(slash + 1);
-        auto d = dir == "." ? Result<UniqueFd>(UniqueFd(::dup(upper_fd.get()))) : util::open_beneath(upper_fd.get(), dir, O_PATH | O_DIRECTORY, upper + "/" + dir);
+        auto d = dir == "." ? Result<UniqueFd>(UniqueFd(::dup(upper_fd.get())))
+                            : util::open_beneath(upper_fd.get(), dir, O_PATH | O_DIRECTORY, upper + "/" + dir);
         if (!d) return std::unexpected(d.error());
         // The command may have left its directories read-only or its file unreadable
         // (Go's module cache does): zerobox owns the upper layer, and the modes are
         // already recorded.
         if (::geteuid() != 0) {
           std::string parent_rel = dir == "." ? "" : dir;
-          struct stat pst {};
-          if (::fstatat(upper_fd.get(), parent_rel.empty() ? "." : parent_rel.c_str(), &pst, AT_SYMLINK_NOFOLLOW) == 0 &&
+          struct stat pst{};
+          if (::fstatat(upper_fd.get(), parent_rel.empty() ? "." : parent_rel.c_str(), &pst, AT_SYMLINK_NOFOLLOW) ==
+                  0 &&
               (pst.st_mode & 0700) != 0700) {
             ::fchmodat(upper_fd.get(), parent_rel.empty() ? "." : parent_rel.c_str(), (pst.st_mode & 07777) | 0700, 0);
           }

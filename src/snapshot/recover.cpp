@@ -42,7 +42,7 @@ Result<void> recover_abandoned(store::Store& store, std::vector<std::string>& do
   for (const auto& s : *sessions) {
     if (s.state != store::SessionState::Running || s.kind != store::SessionKind::Run) continue;
     std::string lockfile = store.session_dir(s.id) + "/lock";
-    struct stat st {};
+    struct stat st{};
     if (::stat(lockfile.c_str(), &st) != 0 || st.st_size == 0) continue;
     auto lock = store.lock_session(s.id);
     if (!lock) continue;  // its zerobox is alive
@@ -51,13 +51,15 @@ Result<void> recover_abandoned(store::Store& store, std::vector<std::string>& do
     auto js = journal_session(store, s, SessionPolicy::from_json(s.policy.value_or("")));
     if (!js) {
       (void)store.finish(s.id, {.state = store::SessionState::Failed});
-      done.push_back("warning: session " + s.id.substr(0, 12) + " was left running by a zerobox that was killed; its layers could not be read: " +
-                     js.error().message());
+      done.push_back(
+          "warning: session " + s.id.substr(0, 12) +
+          " was left running by a zerobox that was killed; its layers could not be read: " + js.error().message());
       continue;
     }
     auto state = s.mode == store::SessionMode::Restore ? store::SessionState::Restored : store::SessionState::Pending;
     if (auto r = store.finish(s.id, {.state = state}); !r) return r;
-    done.push_back("session " + s.id.substr(0, 12) + " was left running by a zerobox that was killed: " + std::to_string(js->changes) +
+    done.push_back("session " + s.id.substr(0, 12) +
+                   " was left running by a zerobox that was killed: " + std::to_string(js->changes) +
                    (js->changes == 1 ? " change" : " changes") + " recorded, " + std::string(store::to_string(state)));
   }
   return {};
@@ -108,12 +110,13 @@ Result<void> recover_interrupted(store::Store& store) {
     const std::string& shown_id = in.op == "restore" && !restored.empty() ? restored : in.session;
     auto report = apply_changes(store, **s, "finishing", opts, [&]() -> Result<std::string> { return tag; });
     if (!report) {
-      done.push_back("warning: cannot finish the interrupted " + in.op + " of session " + shown_id.substr(0, 12) + " yet: " +
-                     report.error().message());
+      done.push_back("warning: cannot finish the interrupted " + in.op + " of session " + shown_id.substr(0, 12) +
+                     " yet: " + report.error().message());
       continue;
     }
     if (!report->conflicts.empty()) {
-      std::string msg = "warning: cannot finish the interrupted " + in.op + " of session " + shown_id.substr(0, 12) + ": ";
+      std::string msg =
+          "warning: cannot finish the interrupted " + in.op + " of session " + shown_id.substr(0, 12) + ": ";
       msg += report->conflicts.front();
       if (report->conflicts.size() > 1) msg += " (and " + std::to_string(report->conflicts.size() - 1) + " more)";
       done.push_back(msg);

@@ -15,7 +15,8 @@ namespace zb::snapshot {
 Result<std::size_t> Tree::root_of(const std::string& p) const {
   std::optional<std::size_t> best;
   for (std::size_t i = 0; i < m_roots.size(); ++i) {
-    if (path::is_under(p, m_roots[i]) && p != m_roots[i] && (!best || m_roots[i].size() > m_roots[*best].size())) best = i;
+    if (path::is_under(p, m_roots[i]) && p != m_roots[i] && (!best || m_roots[i].size() > m_roots[*best].size()))
+      best = i;
   }
   if (!best) return fail_msg("journal: " + log::quote(p) + " lies outside the session's tracked paths");
   return *best;
@@ -24,7 +25,8 @@ Result<std::size_t> Tree::root_of(const std::string& p) const {
 Result<int> Tree::root_fd(std::size_t i) {
   auto it = m_fds.find(i);
   if (it != m_fds.end()) return it->second.get();
-  int fd = util::openat2_fd(AT_FDCWD, m_roots[i].c_str(), O_PATH | O_DIRECTORY, RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
+  int fd =
+      util::openat2_fd(AT_FDCWD, m_roots[i].c_str(), O_PATH | O_DIRECTORY, RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
   if (fd < 0) return fail("open tracked root " + log::quote(m_roots[i]));
   return m_fds.emplace(i, UniqueFd(fd)).first->second.get();
 }

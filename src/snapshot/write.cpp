@@ -35,7 +35,8 @@ bool is_root() { return ::geteuid() == 0; }
 // whose user.* xattrs become exactly the recorded ones. After a chown (which drops
 // security.capability) and before a chmod that may take away the owner's write permission
 // (user.* needs it).
-Result<void> set_xattrs_at(int dirfd, const std::string& name, const FileMeta& s, const std::string& shown, bool replace) {
+Result<void> set_xattrs_at(int dirfd, const std::string& name, const FileMeta& s, const std::string& shown,
+                           bool replace) {
   if (!s.xattrs) return {};  // not recorded (a journal of schema version 1)
   auto x = store::decode_xattrs(*s.xattrs);
   if (!x) return fail_msg("journal: the xattrs recorded for " + log::quote(shown) + " are malformed");
@@ -55,11 +56,13 @@ Result<void> set_xattrs_at(int dirfd, const std::string& name, const FileMeta& s
 Result<void> set_meta_at(int dirfd, const std::string& name, const FileMeta& s, const std::string& shown, bool chmod_it,
                          bool replace_xattrs = false) {
   if (is_root() && s.uid) {
-    if (::fchownat(dirfd, name.c_str(), *s.uid, s.gid.value_or(0), AT_SYMLINK_NOFOLLOW) != 0) return fail("chown " + log::quote(shown));
+    if (::fchownat(dirfd, name.c_str(), *s.uid, s.gid.value_or(0), AT_SYMLINK_NOFOLLOW) != 0)
+      return fail("chown " + log::quote(shown));
   }
   if (chmod_it && !is_root() && s.xattrs) (void)::fchmodat(dirfd, name.c_str(), written_mode(s) | 0700, 0);
   if (auto r = set_xattrs_at(dirfd, name, s, shown, replace_xattrs); !r) return r;
-  if (chmod_it && ::fchmodat(dirfd, name.c_str(), written_mode(s), AT_SYMLINK_NOFOLLOW) != 0) return fail("chmod " + log::quote(shown));
+  if (chmod_it && ::fchmodat(dirfd, name.c_str(), written_mode(s), AT_SYMLINK_NOFOLLOW) != 0)
+    return fail("chmod " + log::quote(shown));
   struct timespec ts[2];
   ts[0].tv_sec = s.mtime_ns.value_or(0) / 1000000000;
   ts[0].tv_nsec = s.mtime_ns.value_or(0) % 1000000000;
@@ -70,7 +73,7 @@ Result<void> set_meta_at(int dirfd, const std::string& name, const FileMeta& s, 
 
 // Puts tmp in place of name, removing an (empty) directory that is there first.
 Result<void> replace_with(int dirfd, const std::string& tmp, const std::string& name, const std::string& shown) {
-  struct stat st {};
+  struct stat st{};
   if (::fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode)) {
     if (::unlinkat(dirfd, name.c_str(), AT_REMOVEDIR) != 0) return fail("rmdir " + log::quote(shown));
     crash_point();
@@ -93,7 +96,7 @@ class WritableParent {
     if (!par) return;
     m_fd = std::move(par->fd);
     m_name = std::move(par->name);
-    struct stat st {};
+    struct stat st{};
     if (::fstatat(m_fd.get(), m_name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode)) return;
     if ((st.st_mode & 0300) == 0300 || st.st_uid != ::geteuid()) return;
     if (::fchmodat(m_fd.get(), m_name.c_str(), (st.st_mode & 07777) | 0300, 0) == 0) m_mode = st.st_mode & 07777;
@@ -119,7 +122,7 @@ Result<void> materialize(Tree& tree, const Change& c, const std::string& tmp_tag
   if (!par_r) return std::unexpected(par_r.error());
   auto par = *par_r;
   const char* name = par.name.c_str();
-  struct stat st {};
+  struct stat st{};
   bool exists = ::fstatat(par.fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
   // The full session id: the command cannot know it (the store is masked), so it cannot
   // plant a file under this name for accept to remove.
@@ -197,8 +200,10 @@ Result<void> materialize(Tree& tree, const Change& c, const std::string& tmp_tag
       // undoing the rest needs.
       auto written = [&]() -> Result<void> {
         auto n = util::copy_sparse(src->get(), out.get());
-        if (!n) return std::unexpected(SysError{n.error().what + " (writing " + log::quote(c.path) + ")", n.error().err});
-        if (is_root() && s.uid && ::fchown(out.get(), *s.uid, s.gid.value_or(0)) != 0) return fail("chown " + log::quote(c.path));
+        if (!n)
+          return std::unexpected(SysError{n.error().what + " (writing " + log::quote(c.path) + ")", n.error().err});
+        if (is_root() && s.uid && ::fchown(out.get(), *s.uid, s.gid.value_or(0)) != 0)
+          return fail("chown " + log::quote(c.path));
         if (auto r = set_xattrs_at(par.fd, tmp, s, c.path, false); !r) return r;
         if (::fchmod(out.get(), written_mode(s)) != 0) return fail("chmod " + log::quote(c.path));
         struct timespec ts[2];
@@ -217,7 +222,8 @@ Result<void> materialize(Tree& tree, const Change& c, const std::string& tmp_tag
       return replace_with(par.fd, tmp, name, c.path);
     }
     case FileType::Symlink: {
-      if (::symlinkat(s.link.value_or("").c_str(), par.fd, tmp.c_str()) != 0) return fail("symlink " + log::quote(c.path));
+      if (::symlinkat(s.link.value_or("").c_str(), par.fd, tmp.c_str()) != 0)
+        return fail("symlink " + log::quote(c.path));
       if (auto r = set_meta_at(par.fd, tmp, s, c.path, false); !r) return r;
       crash_point();
       return replace_with(par.fd, tmp, name, c.path);
@@ -245,7 +251,7 @@ Result<void> settle_dirs(Tree& tree, std::vector<DirMeta>& dirs) {
   for (const auto& d : dirs) {
     auto par = tree.parent(d.path);
     if (!par) return std::unexpected(par.error());
-    struct stat st {};
+    struct stat st{};
     if (::fstatat(par->fd, par->name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode)) continue;
     if (auto r = set_meta_at(par->fd, par->name, d.s, d.path, true, true); !r) return r;
   }

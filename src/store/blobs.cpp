@@ -39,7 +39,8 @@ struct Digest {
 };
 
 // holes=false hashes every byte (holes read as zeros), as a pipe is hashed.
-Result<Digest> hash_stream(int fd, int out_fd, const std::string& shown_in, const std::string& shown_out, bool holes = true) {
+Result<Digest> hash_stream(int fd, int out_fd, const std::string& shown_in, const std::string& shown_out,
+                           bool holes = true) {
   std::unique_ptr<XXH3_state_t, FreeXxh> state(XXH3_createState());
   if (!state) return fail("XXH3_createState", ENOMEM);
   XXH3_128bits_reset(state.get());
@@ -49,7 +50,7 @@ Result<Digest> hash_stream(int fd, int out_fd, const std::string& shown_in, cons
   // data costs. A hole enters the key as its length, not as its zeros, so the key of a
   // sparse file is not the plain XXH3 of its bytes; blobs are compared byte for byte
   // before they are shared anyway (install_blob).
-  struct stat in_st {};
+  struct stat in_st{};
   bool sparse_aware = holes && ::fstat(fd, &in_st) == 0 && S_ISREG(in_st.st_mode);
   off_t data_end = -1;  // where the current data range ends (a hole starts)
   for (;;) {
@@ -79,7 +80,7 @@ Result<Digest> hash_stream(int fd, int out_fd, const std::string& shown_in, cons
         if (data_end <= next) data_end = -1;
         if (data_end < 0) {
           // At EOF (or a file that shrank): nothing more to read.
-          struct stat now {};
+          struct stat now{};
           if (::fstat(fd, &now) == 0 && next >= now.st_size) break;
         }
       }
@@ -100,7 +101,8 @@ Result<Digest> hash_stream(int fd, int out_fd, const std::string& shown_in, cons
     d.size += n;
     // A chunk of zeros becomes a hole: a sparse pre-image (a disk image, a 1 GiB
     // truncate) costs no space in the store.
-    if (out_fd >= 0 && len == buf.size() && !sparse_aware && buf[0] == 0 && std::memcmp(buf.data(), buf.data() + 1, len - 1) == 0) {
+    if (out_fd >= 0 && len == buf.size() && !sparse_aware && buf[0] == 0 &&
+        std::memcmp(buf.data(), buf.data() + 1, len - 1) == 0) {
       if (::lseek(out_fd, n, SEEK_CUR) < 0) return fail("lseek " + shown_out);
       continue;
     }
@@ -200,7 +202,7 @@ namespace {
 
 // True when two files hold the same bytes (sizes first, then a bounded buffer).
 Result<bool> same_bytes(int a, int b) {
-  struct stat sa {}, sb {};
+  struct stat sa{}, sb{};
   if (::fstat(a, &sa) != 0 || ::fstat(b, &sb) != 0) return fail("fstat blob");
   if (sa.st_size != sb.st_size) return false;
   std::vector<char> x(k_chunk), y(k_chunk);
@@ -244,7 +246,7 @@ Result<BlobInfo> Store::install_blob(int src_dir_fd, const std::string& src_name
   std::string hash = first_hash;
   std::string sub, rest, shown;
   UniqueFd sub_fd;
-  struct stat st {};
+  struct stat st{};
   bool exists = false;
   for (int attempt = 0;; ++attempt) {
     if (attempt > 0) hash = next_key(first_hash, attempt);
@@ -252,7 +254,8 @@ Result<BlobInfo> Store::install_blob(int src_dir_fd, const std::string& src_name
     sub = hash.substr(0, 2);
     rest = hash.substr(2);
     shown = blob_shown(m_dir, hash);
-    if (::mkdirat(m_blobs_fd.get(), sub.c_str(), 0700) != 0 && errno != EEXIST) return fail("mkdir " + m_dir + "/blobs/" + sub);
+    if (::mkdirat(m_blobs_fd.get(), sub.c_str(), 0700) != 0 && errno != EEXIST)
+      return fail("mkdir " + m_dir + "/blobs/" + sub);
     sub_fd.reset(::openat(m_blobs_fd.get(), sub.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     if (!sub_fd) return fail("open " + m_dir + "/blobs/" + sub);
     if (::fstatat(sub_fd.get(), rest.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
@@ -316,10 +319,10 @@ Result<BlobInfo> Store::put_blob_by_rename(int dir_fd, const std::string& name) 
   // O_NONBLOCK: opening a FIFO must fail the S_ISREG check below, not hang.
   UniqueFd fd(::openat(dir_fd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
   if (!fd) return fail("open " + name);
-  struct stat st {};
+  struct stat st{};
   if (::fstat(fd.get(), &st) != 0) return fail("stat " + name);
   if (!S_ISREG(st.st_mode)) return fail("blob source " + name + " is not a regular file", EINVAL);
-  struct stat blobs_st {};
+  struct stat blobs_st{};
   if (::fstat(m_blobs_fd.get(), &blobs_st) != 0) return fail("stat " + m_dir + "/blobs");
 
   auto copy_and_unlink = [&]() -> Result<BlobInfo> {

@@ -79,10 +79,10 @@ Result<void> append_changes(sqlite3* db, std::string_view session, const std::ve
   if (!row) return std::unexpected(row.error());
   std::int64_t seq = last->int64(0);
 
-  auto st = sql::Stmt::prepare(db, std::string("INSERT INTO changes(session, seq, path, kind, ") + k_side_cols_old + ", " +
-                                       k_side_cols_new +
-                                       ") VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, "
-                                       "?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24)");
+  auto st = sql::Stmt::prepare(
+      db, std::string("INSERT INTO changes(session, seq, path, kind, ") + k_side_cols_old + ", " + k_side_cols_new +
+              ") VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, "
+              "?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24)");
   if (!st) return std::unexpected(st.error());
   for (const auto& c : changes) {
     st->reset();
@@ -105,8 +105,8 @@ Result<void> Store::add_changes(std::string_view session, const std::vector<Chan
 }
 
 Result<std::vector<Change>> Store::changes(std::string_view session) {
-  auto st = sql::Stmt::prepare(m_db.get(), std::string("SELECT seq, path, kind, ") + k_side_cols_old + ", " + k_side_cols_new +
-                                               " FROM changes WHERE session = ?1 ORDER BY seq");
+  auto st = sql::Stmt::prepare(m_db.get(), std::string("SELECT seq, path, kind, ") + k_side_cols_old + ", " +
+                                               k_side_cols_new + " FROM changes WHERE session = ?1 ORDER BY seq");
   if (!st) return std::unexpected(st.error());
   st->bind_text(1, session);
   std::vector<Change> out;
@@ -181,7 +181,8 @@ Result<std::int64_t> Store::add_intent(std::string_view session, std::string_vie
 }
 
 Result<std::vector<Intent>> Store::intents() {
-  auto st = sql::Stmt::prepare(m_db.get(), "SELECT id, session, op, state, coalesce(data, '') FROM intents ORDER BY id");
+  auto st =
+      sql::Stmt::prepare(m_db.get(), "SELECT id, session, op, state, coalesce(data, '') FROM intents ORDER BY id");
   if (!st) return std::unexpected(st.error());
   std::vector<Intent> out;
   for (;;) {
@@ -273,7 +274,8 @@ Result<std::vector<OpaqueDir>> Store::opaque_dirs(std::string_view session) {
   return out;
 }
 
-Result<void> Store::insert_changes(std::string_view session, std::int64_t before_seq, const std::vector<Change>& changes) {
+Result<void> Store::insert_changes(std::string_view session, std::int64_t before_seq,
+                                   const std::vector<Change>& changes) {
   if (changes.empty()) return {};
   sqlite3* db = m_db.get();
   auto txn = sql::Transaction::begin(db);

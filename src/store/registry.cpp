@@ -66,7 +66,7 @@ Result<void> write_all(int fd, std::string_view bytes, const std::string& shown)
 }
 
 bool is_dir_nofollow(const std::string& p) {
-  struct stat st {};
+  struct stat st{};
   return ::lstat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
@@ -205,7 +205,8 @@ Result<Registry> Registry::open(const std::string& dir) {
   flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
   r.m_running_fd.reset(::openat(r.m_dir_fd.get(), "running", flags));
   if (!r.m_running_fd && errno == ENOENT) {
-    if (::mkdirat(r.m_dir_fd.get(), "running", 0700) != 0 && errno != EEXIST) return fail("mkdir " + r.m_dir + "/running");
+    if (::mkdirat(r.m_dir_fd.get(), "running", 0700) != 0 && errno != EEXIST)
+      return fail("mkdir " + r.m_dir + "/running");
     r.m_running_fd.reset(::openat(r.m_dir_fd.get(), "running", flags));
   }
   if (!r.m_running_fd) return fail("open " + r.m_dir + "/running");
@@ -293,7 +294,8 @@ Result<void> Registry::admit_store(const Lock& lock, const std::string& dir) {
 Result<Registry::Entry> Registry::record_run(const Lock&, RunRecord r) {
   r.pid = ::getpid();
   auto start = process_start_time(r.pid);
-  if (!start) return fail_msg("cannot read the start time of this process from /proc/" + std::to_string(r.pid) + "/stat");
+  if (!start)
+    return fail_msg("cannot read the start time of this process from /proc/" + std::to_string(r.pid) + "/stat");
   r.start_time = *start;
   auto tag = util::random_hex(8);
   if (!tag) return std::unexpected(tag.error());

@@ -46,9 +46,9 @@ std::vector<std::string> decode_paths(std::string_view bytes);
 // What a running sandbox could write on the host, and what it masks.
 struct RunRecord {
   pid_t pid = 0;
-  std::uint64_t start_time = 0;        // /proc/PID/stat field 22 (clock ticks since boot)
-  std::vector<std::string> writable;   // canonical host paths the sandbox can write
-  std::vector<std::string> masked;     // canonical host paths it cannot see at all
+  std::uint64_t start_time = 0;       // /proc/PID/stat field 22 (clock ticks since boot)
+  std::vector<std::string> writable;  // canonical host paths the sandbox can write
+  std::vector<std::string> masked;    // canonical host paths it cannot see at all
 
   bool operator==(const RunRecord&) const = default;
 };

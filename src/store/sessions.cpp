@@ -221,7 +221,8 @@ Result<void> Store::mark_applied(std::string_view id) {
 Result<Store::Resolved> Store::resolve_id(std::string_view arg, std::string_view caller_cwd) {
   if (arg == "last") {
     // Newest first; the first session of the caller's directory wins, else the newest.
-    auto st = sql::Stmt::prepare(m_db.get(), "SELECT id, cwd, roots FROM sessions ORDER BY created_at DESC, rowid DESC");
+    auto st =
+        sql::Stmt::prepare(m_db.get(), "SELECT id, cwd, roots FROM sessions ORDER BY created_at DESC, rowid DESC");
     if (!st) return std::unexpected(st.error());
     std::optional<std::string> newest;
     for (;;) {
@@ -330,7 +331,7 @@ Result<void> Store::remove_session_unlocked(const std::string& id) {
     if (auto r = txn->commit(); !r) return r;
     detail::unlink_blob_files(m_blobs_fd.get(), dropped->deleted);
   }
-  struct stat st {};
+  struct stat st{};
   bool had_dir = ::fstatat(m_sessions_fd.get(), id.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
   if (auto r = util::remove_tree_at(m_sessions_fd.get(), id, session_dir(id)); !r) return r;
   if (!had_row && !had_dir) return fail("no session " + id, ENOENT);

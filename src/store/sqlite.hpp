@@ -8,9 +8,9 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <vector>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "util/error.hpp"
 
@@ -36,12 +36,8 @@ class Stmt {
   Stmt& bind_opt(int idx, const std::optional<T>& v) {
     return v ? bind(idx, static_cast<std::int64_t>(*v)) : bind_null(idx);
   }
-  Stmt& bind_opt_text(int idx, const std::optional<std::string>& v) {
-    return v ? bind_text(idx, *v) : bind_null(idx);
-  }
-  Stmt& bind_opt_blob(int idx, const std::optional<std::string>& v) {
-    return v ? bind_blob(idx, *v) : bind_null(idx);
-  }
+  Stmt& bind_opt_text(int idx, const std::optional<std::string>& v) { return v ? bind_text(idx, *v) : bind_null(idx); }
+  Stmt& bind_opt_blob(int idx, const std::optional<std::string>& v) { return v ? bind_blob(idx, *v) : bind_null(idx); }
 
   // True when a row is available, false when the statement is done.
   Result<bool> step();

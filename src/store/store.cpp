@@ -29,12 +29,11 @@ constexpr int k_busy_timeout_ms = 5000;
 
 constexpr std::array<std::string_view, 2> k_kinds = {"run", "restore"};
 constexpr std::array<std::string_view, 3> k_modes = {"snapshot", "restore", "review"};
-constexpr std::array<std::string_view, 6> k_states = {"running",  "pending",  "accepted",
+constexpr std::array<std::string_view, 6> k_states = {"running",   "pending",  "accepted",
                                                       "discarded", "restored", "failed"};
 constexpr std::array<std::string_view, 5> k_change_kinds = {"added", "modified", "deleted", "type_changed",
                                                             "mode_changed"};
-constexpr std::array<std::string_view, 7> k_file_types = {"file", "dir", "symlink", "fifo",
-                                                          "socket", "char", "block"};
+constexpr std::array<std::string_view, 7> k_file_types = {"file", "dir", "symlink", "fifo", "socket", "char", "block"};
 
 template <class E, std::size_t N>
 std::string_view spell(const std::array<std::string_view, N>& names, E v) {
@@ -129,9 +128,7 @@ Store& Store::operator=(Store&&) noexcept = default;
 Store::~Store() = default;
 
 Result<std::string> Store::location(const std::vector<std::string>& environ) {
-  auto get = [&](std::string_view key) -> std::string {
-    return env::find(environ, key).value_or("");
-  };
+  auto get = [&](std::string_view key) -> std::string { return env::find(environ, key).value_or(""); };
   if (auto v = get("ZEROBOX_HOME"); !v.empty()) {
     if (v.front() != '/') return fail_msg("ZEROBOX_HOME must be an absolute path, not " + detail::in_quotes(v));
     return v;
@@ -140,9 +137,7 @@ Result<std::string> Store::location(const std::vector<std::string>& environ) {
 }
 
 Result<std::string> Store::default_location(const std::vector<std::string>& environ) {
-  auto get = [&](std::string_view key) -> std::string {
-    return env::find(environ, key).value_or("");
-  };
+  auto get = [&](std::string_view key) -> std::string { return env::find(environ, key).value_or(""); };
   if (auto v = get("XDG_STATE_HOME"); !v.empty() && v.front() == '/') return v + "/zerobox";
   if (auto v = get("HOME"); !v.empty() && v.front() == '/') return v + "/.local/state/zerobox";
   return fail_msg("cannot find the store: set ZEROBOX_HOME, XDG_STATE_HOME or HOME to an absolute path");
@@ -174,8 +169,8 @@ Result<Store> Store::open(const std::string& dir, Registry* registry) {
 
   std::string journal = s.m_dir + "/journal.db";
   sqlite3* raw = nullptr;
-  int rc = sqlite3_open_v2(journal.c_str(), &raw,
-                           SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOFOLLOW, nullptr);
+  int rc = sqlite3_open_v2(journal.c_str(), &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOFOLLOW,
+                           nullptr);
   s.m_db.reset(raw);
   if (rc != SQLITE_OK) return sql::error(raw, "open journal " + journal);
   sqlite3* db = s.m_db.get();

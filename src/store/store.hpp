@@ -402,8 +402,8 @@ class Store {
   Result<void> migrate();
   // Moves src_dir_fd/src_name to the blob's place, or unlinks it when the blob is there
   // already, and takes a reference in the journal. chmod_fd (or -1) is made 0400 first.
-  Result<BlobInfo> install_blob(int src_dir_fd, const std::string& src_name, int chmod_fd,
-                                const std::string& hash, std::int64_t size);
+  Result<BlobInfo> install_blob(int src_dir_fd, const std::string& src_name, int chmod_fd, const std::string& hash,
+                                std::int64_t size);
   Result<void> remove_session_unlocked(const std::string& id);
 
   // The one owner of the connection; out of line, so this header needs no sqlite3.h.

@@ -18,7 +18,7 @@ const std::vector<std::string>& system_paths() {
 std::vector<std::string> present_paths() {
   std::vector<std::string> out;
   for (const auto& p : system_paths()) {
-    struct stat st {};
+    struct stat st{};
     if (::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(p.c_str(), R_OK) == 0) out.push_back(p);
   }
   return out;

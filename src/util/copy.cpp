@@ -21,13 +21,9 @@ constexpr std::int64_t k_chunk = std::int64_t{1} << 30;
 // The read/write fallback's buffer, and the granularity at which it finds zero blocks.
 constexpr std::int64_t k_block = std::int64_t{128} * 1024;
 
-bool unsupported(int err) {
-  return err == EXDEV || err == EINVAL || err == ENOSYS || err == EOPNOTSUPP;
-}
+bool unsupported(int err) { return err == EXDEV || err == EINVAL || err == ENOSYS || err == EOPNOTSUPP; }
 
-bool all_zero(const char* p, std::size_t n) {
-  return n == 0 || (p[0] == 0 && std::memcmp(p, p + 1, n - 1) == 0);
-}
+bool all_zero(const char* p, std::size_t n) { return n == 0 || (p[0] == 0 && std::memcmp(p, p + 1, n - 1) == 0); }
 
 class Copier {
  public:
@@ -102,7 +98,7 @@ class Copier {
 }  // namespace
 
 Result<std::int64_t> copy_sparse(int in_fd, int out_fd) {
-  struct stat st {};
+  struct stat st{};
   if (::fstat(in_fd, &st) != 0) return fail("fstat");
   std::int64_t size = st.st_size;
   // Start from an empty output: holes are made by not writing, which only gives zeros

@@ -26,9 +26,7 @@ inline std::unexpected<SysError> fail(std::string what, int err = errno) {
 }
 
 // A failure that is not a system call (bad input, policy conflict).
-inline std::unexpected<SysError> fail_msg(std::string what) {
-  return std::unexpected(SysError{std::move(what), 0});
-}
+inline std::unexpected<SysError> fail_msg(std::string what) { return std::unexpected(SysError{std::move(what), 0}); }
 
 // The exit codes (docs/cli-reference.md "Exit status").
 inline constexpr int k_exit_usage = 2;

@@ -49,7 +49,7 @@ Result<std::vector<std::string>> list_names(int dir_fd, const std::string& shown
 }
 
 Result<void> remove_tree_at(int parent, const std::string& name, const std::string& shown) {
-  struct stat st {};
+  struct stat st{};
   if (::fstatat(parent, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
     return errno == ENOENT ? Result<void>{} : fail("stat " + log::quote(shown));
   }
@@ -66,7 +66,8 @@ Result<void> remove_tree_at(int parent, const std::string& name, const std::stri
     for (const auto& n : *names) {
       if (auto r = remove_tree_at(fd.get(), n, shown + "/" + n); !r) return r;
     }
-    if (::unlinkat(parent, name.c_str(), AT_REMOVEDIR) != 0 && errno != ENOENT) return fail("rmdir " + log::quote(shown));
+    if (::unlinkat(parent, name.c_str(), AT_REMOVEDIR) != 0 && errno != ENOENT)
+      return fail("rmdir " + log::quote(shown));
     return {};
   }
   if (::unlinkat(parent, name.c_str(), 0) != 0 && errno != ENOENT) return fail("unlink " + log::quote(shown));

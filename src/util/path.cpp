@@ -109,7 +109,7 @@ Result<Canonical> canonicalize(std::string_view abs) {
 }
 
 Kind kind_of(const std::string& p) {
-  struct stat st {};
+  struct stat st{};
   if (::stat(p.c_str(), &st) != 0) return Kind::Missing;
   if (S_ISDIR(st.st_mode)) return Kind::Directory;
   if (S_ISREG(st.st_mode)) return Kind::File;
@@ -170,7 +170,7 @@ LinkWalk walk_links(const std::string& abs) {
       continue;
     }
     std::string next = join(cur, c);
-    struct stat st {};
+    struct stat st{};
     if (absent || ::lstat(next.c_str(), &st) != 0) {
       if (!absent) first_missing = next;
       absent = true;

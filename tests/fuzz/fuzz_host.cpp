@@ -40,7 +40,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       break;
     }
     case 4: {
-      static auto policy = NetPolicy::make({"*.example.com", "api.test:443", "10.0.0.1"}, {"bad.example.com"}, {}, false);
+      static auto policy =
+          NetPolicy::make({"*.example.com", "api.test:443", "10.0.0.1"}, {"bad.example.com"}, {}, false);
       if (auto r = parse_rule(in)) (void)r->text.size();
       if (policy) {
         if (auto a = parse_authority(in, true)) (void)policy->decide(*a);

@@ -29,7 +29,8 @@ const SecretEntry& approved() {
 }
 const SecretEntry& other() {
   // Contains A's value: the scrubber must prefer the longer one however the body is cut.
-  static const SecretEntry e{"B", std::string(k_placeholder_prefix) + std::string(64, 'b'), "o ~ s3cret-value-0123 9", {}};
+  static const SecretEntry e{
+      "B", std::string(k_placeholder_prefix) + std::string(64, 'b'), "o ~ s3cret-value-0123 9", {}};
   return e;
 }
 
@@ -41,12 +42,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   // Let the fuzzer reach the placeholders: '@' stands for A's, '#' for B's.
   std::string text;
   for (char ch : in) {
-    if (ch == '@')
-      text += approved().placeholder;
-    else if (ch == '#')
-      text += other().placeholder;
-    else
-      text += ch;
+    if (ch == '@') text += approved().placeholder;
+    else if (ch == '#') text += other().placeholder;
+    else text += ch;
   }
   Approved subs{&approved()};
 
@@ -92,16 +90,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }();
   std::string body;
   for (char ch : in) {
-    if (ch == '@')
-      body += approved().value;
-    else if (ch == '#')
-      body += other().value;
-    else if (ch == '$')
-      body += pct_a;
-    else if (ch == '^')
-      body += json_a;
-    else
-      body += ch;
+    if (ch == '@') body += approved().value;
+    else if (ch == '#') body += other().value;
+    else if (ch == '$') body += pct_a;
+    else if (ch == '^') body += json_a;
+    else body += ch;
   }
   Approved both{&approved(), &other()};
   Redactor one(both);

@@ -45,15 +45,15 @@
  *                               the deep one, exit 1 if any
  */
 #define _GNU_SOURCE
+#include <arpa/inet.h>
 #include <dirent.h>
-#include <pthread.h>
-#include <stddef.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
-#include <arpa/inet.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -110,12 +110,13 @@
 #define BAD ((void *)(uintptr_t)0x8)
 
 static int usage(void) {
-  fprintf(stderr, "usage: probe syscall NAME | connect-unix PATH | connect-abstract NAME | connect-tcp HOST PORT |\n"
-                  "       kill PID SIG | ptrace PID | read PATH | write PATH | overwrite PATH | create PATH |\n"
-                  "       truncate PATH | chmod PATH MODE | rename FROM TO | unlink PATH | rmdir PATH |\n"
-                  "       mkdir PATH | mkfifo PATH | symlink TARGET PATH | ls DIR | fds | x32 | int80 [WHAT] |\n"
-                  "       tiocsti | socket FAMILY | socketpair FAMILY | socket-make FAMILY TYPE [PROTO] |\n"
-                  "       chown PATH UID GID | utimes PATH | setxattr PATH NAME | stat-mode PATH\n");
+  fprintf(stderr,
+          "usage: probe syscall NAME | connect-unix PATH | connect-abstract NAME | connect-tcp HOST PORT |\n"
+          "       kill PID SIG | ptrace PID | read PATH | write PATH | overwrite PATH | create PATH |\n"
+          "       truncate PATH | chmod PATH MODE | rename FROM TO | unlink PATH | rmdir PATH |\n"
+          "       mkdir PATH | mkfifo PATH | symlink TARGET PATH | ls DIR | fds | x32 | int80 [WHAT] |\n"
+          "       tiocsti | socket FAMILY | socketpair FAMILY | socket-make FAMILY TYPE [PROTO] |\n"
+          "       chown PATH UID GID | utimes PATH | setxattr PATH NAME | stat-mode PATH\n");
   return 120;
 }
 
@@ -197,8 +198,10 @@ static int do_syscall(const char *name) {
   else if (IS("clock_settime")) r = syscall(__NR_clock_settime, CLOCK_REALTIME, BAD);
   else if (IS("settimeofday")) r = syscall(__NR_settimeofday, BAD, BAD);
   else if (IS("syslog")) r = syscall(__NR_syslog, 3 /* READ_ALL */, BAD, 16);
-  else if (IS("personality_addr_no_randomize")) r = syscall(__NR_personality, (unsigned long)(PER_LINUX | ADDR_NO_RANDOMIZE));
-  else if (IS("personality_read_implies_exec")) r = syscall(__NR_personality, (unsigned long)(PER_LINUX | READ_IMPLIES_EXEC));
+  else if (IS("personality_addr_no_randomize"))
+    r = syscall(__NR_personality, (unsigned long)(PER_LINUX | ADDR_NO_RANDOMIZE));
+  else if (IS("personality_read_implies_exec"))
+    r = syscall(__NR_personality, (unsigned long)(PER_LINUX | READ_IMPLIES_EXEC));
   else if (IS("personality_query")) r = syscall(__NR_personality, 0xffffffffUL);
   else if (IS("personality_linux")) r = syscall(__NR_personality, (unsigned long)PER_LINUX);
   else if (IS("open_by_handle_at")) r = syscall(__NR_open_by_handle_at, -1, BAD, 0);
@@ -449,7 +452,7 @@ static void *exec_soon(void *arg) {
   return NULL;
 }
 
-enum { k_deep_levels = 24 };  /* of 200 bytes: 4,824 bytes below other/ */
+enum { k_deep_levels = 24 }; /* of 200 bytes: 4,824 bytes below other/ */
 
 /* Each level of the deep directory, from the current directory; mkdir: make them. */
 static int walk_deep(int make) {
@@ -489,7 +492,7 @@ static int tid_race(int n) {
       pthread_t t;
       if (chdir("other") != 0 || ((i & 1) != 0 && walk_deep(0) != 0)) _exit(120);
       if (pthread_create(&t, NULL, exec_soon, NULL) != 0) _exit(120);
-      if (unshare(CLONE_FS) != 0 || fchdir(top) != 0 || chdir("lead") != 0) _exit(120);  /* this thread only */
+      if (unshare(CLONE_FS) != 0 || fchdir(top) != 0 || chdir("lead") != 0) _exit(120); /* this thread only */
       __atomic_store_n(&race_started, 1, __ATOMIC_RELEASE);
       char name[64];
       for (int k = 0;; ++k) {

@@ -38,16 +38,15 @@ inline std::ptrdiff_t index_of(const std::vector<snapshot::ScannedChange>& v, co
 
 inline std::string dump(const std::vector<snapshot::ScannedChange>& v) {
   std::string s;
-  for (const auto& c : v)
-    s += std::string(zb::store::to_string(c.change.kind)) + " " + c.change.path + "\n";
+  for (const auto& c : v) s += std::string(zb::store::to_string(c.change.kind)) + " " + c.change.path + "\n";
   return s;
 }
 
 }  // namespace zb::test
 
-#define EXPECT_CHANGE(v, path, k)                                                  \
-  do {                                                                             \
-    const zb::snapshot::ScannedChange* c_ = zb::test::find(v, path);               \
+#define EXPECT_CHANGE(v, path, k)                                                    \
+  do {                                                                               \
+    const zb::snapshot::ScannedChange* c_ = zb::test::find(v, path);                 \
     REQUIRE_MESSAGE(c_ != nullptr, "missing " << path << "\n" << zb::test::dump(v)); \
-    CHECK(c_->change.kind == (k));                                                 \
+    CHECK(c_->change.kind == (k));                                                   \
   } while (0)

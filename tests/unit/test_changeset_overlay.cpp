@@ -36,13 +36,12 @@ using zb::test::TempDir;
 namespace {
 
 // In the forked child: report the failed step and exit, so the parent's CHECK shows it.
-#define MUST(cond)                                                                     \
-  do {                                                                                 \
-    if (!(cond)) {                                                                     \
-      std::fprintf(stderr, "child: line %d: %s: %s\n", __LINE__, #cond,               \
-                   std::strerror(errno));                                              \
-      ::_exit(1);                                                                      \
-    }                                                                                  \
+#define MUST(cond)                                                                             \
+  do {                                                                                         \
+    if (!(cond)) {                                                                             \
+      std::fprintf(stderr, "child: line %d: %s: %s\n", __LINE__, #cond, std::strerror(errno)); \
+      ::_exit(1);                                                                              \
+    }                                                                                          \
   } while (0)
 
 bool write_str(const std::string& path, const std::string& s) {
@@ -416,7 +415,7 @@ TEST_CASE("changeset: opaque directories report what they hold; entries newer th
     MUST(put(m + "/d/sub/n", "n"));
     std::filesystem::remove_all(m + "/rm");
   });
-  struct timespec now {};
+  struct timespec now{};
   ::clock_gettime(CLOCK_REALTIME, &now);
   std::int64_t since = static_cast<std::int64_t>(now.tv_sec) * 1'000'000'000 + now.tv_nsec;
   // The host, after the run started: a new file in each directory the command replaced or

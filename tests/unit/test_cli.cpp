@@ -13,7 +13,9 @@ using namespace zb;
 using zerobox::NetMode;
 
 namespace {
-cli::Parsed parse(std::vector<std::string> args, std::vector<std::string> env = {}) { return cli::parse_args(args, env); }
+cli::Parsed parse(std::vector<std::string> args, std::vector<std::string> env = {}) {
+  return cli::parse_args(args, env);
+}
 // argv as one string, for CAPTURE.
 std::string show(const std::vector<std::string>& args) {
   std::string out;
@@ -150,10 +152,10 @@ TEST_CASE("an empty value is a usage error naming the flag") {
     }
     return std::string("(no usage error)");
   };
-  for (std::string flag : {"--allow-write", "--allow-net", "--allow-env", "--allow-read", "--deny-read", "--deny-write",
-                           "--deny-net", "--deny-env", "--env", "--secret", "--secret-file", "--secret-host",
-                           "--resolve", "--upstream-ca", "--status-fd", "--profile", "--snapshot-path",
-                           "--snapshot-exclude"}) {
+  for (std::string flag :
+       {"--allow-write", "--allow-net", "--allow-env", "--allow-read", "--deny-read", "--deny-write", "--deny-net",
+        "--deny-env", "--env", "--secret", "--secret-file", "--secret-host", "--resolve", "--upstream-ca",
+        "--status-fd", "--profile", "--snapshot-path", "--snapshot-exclude"}) {
     CAPTURE(flag);
     for (const auto& args : std::vector<std::vector<std::string>>{
              {flag + "=", "--", "true"}, {flag + "=", "true"}, {flag, "", "--", "true"}, {flag, "", "true"}}) {
@@ -220,7 +222,8 @@ TEST_CASE("guess_new_net reads the options as the parser does") {
     auto guess = cli::guess_new_net(args);
     REQUIRE(guess.has_value());
     const auto& p = parse(args, {"K=v"}).policy;
-    bool host = (p.net == NetMode::Host || p.allow_all) && p.allow_net.empty() && p.deny_net.empty() && p.secrets.empty();
+    bool host =
+        (p.net == NetMode::Host || p.allow_all) && p.allow_net.empty() && p.deny_net.empty() && p.secrets.empty();
     CHECK(*guess == !host);
   }
   // Nothing to guess from where the parse fails on the options.

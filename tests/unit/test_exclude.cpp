@@ -190,8 +190,7 @@ TEST_CASE("exclude: names with spaces, newlines and other bytes") {
 }
 
 TEST_CASE("exclude: several patterns, any one matches") {
-  auto ex = make({"node_modules", "*.log", "build/", "/dist", "src/**/gen", "**/cache",
-                  "a/*.tmp"});
+  auto ex = make({"node_modules", "*.log", "build/", "/dist", "src/**/gen", "**/cache", "a/*.tmp"});
   CHECK(ex.matches("web/node_modules/x", false));
   CHECK(ex.matches("x.log", false));
   CHECK(ex.matches("dist/a", false));
@@ -204,10 +203,8 @@ TEST_CASE("exclude: several patterns, any one matches") {
 }
 
 TEST_CASE("exclude: negated, empty and malformed patterns are rejected") {
-  CHECK(compile_error({"!x"}) ==
-        "--snapshot-exclude: negated patterns ('!x') are not supported: '!x'");
-  CHECK(compile_error({"ok", "!build/"}).find("negated patterns ('!x') are not supported") !=
-        std::string::npos);
+  CHECK(compile_error({"!x"}) == "--snapshot-exclude: negated patterns ('!x') are not supported: '!x'");
+  CHECK(compile_error({"ok", "!build/"}).find("negated patterns ('!x') are not supported") != std::string::npos);
   CHECK(compile_error({""}) == "--snapshot-exclude: empty pattern");
   CHECK(compile_error({"a", ""}) == "--snapshot-exclude: empty pattern");
   CHECK(compile_error({"/"}).find("'/'") != std::string::npos);
@@ -246,14 +243,12 @@ std::string pread_n(int fd, std::size_t n, off_t off) {
 }
 
 struct stat fstat_of(int fd) {
-  struct stat st {};
+  struct stat st{};
   REQUIRE(::fstat(fd, &st) == 0);
   return st;
 }
 
-std::string whole(int fd) {
-  return pread_n(fd, static_cast<std::size_t>(fstat_of(fd).st_size), 0);
-}
+std::string whole(int fd) { return pread_n(fd, static_cast<std::size_t>(fstat_of(fd).st_size), 0); }
 
 constexpr off_t k_mib = off_t{1} << 20;
 
@@ -332,8 +327,7 @@ TEST_CASE("copy: across filesystems (read/write fallback) zero blocks become hol
     return;
   }
   // Explicit zeros (allocated, not a hole) between two pieces of data, at odd offsets.
-  std::string content = "start" + std::string(static_cast<std::size_t>(4 * k_mib), '\0') +
-                        "end";
+  std::string content = "start" + std::string(static_cast<std::size_t>(4 * k_mib), '\0') + "end";
   pwrite_all(in.get(), content, 7);
   REQUIRE(::fsync(in.get()) == 0);
   auto n = zb::util::copy_sparse(in.get(), out.get());

@@ -68,8 +68,9 @@ std::string resp_framing(std::string_view head, bool head_request = false) {
 }  // namespace
 
 TEST_CASE("http1: a request head is split into its line and fields") {
-  Parsed p = request("GET http://example.com/a?b HTTP/1.1\r\nHost: example.com\r\nX-Two:  spaced out \t\r\n"
-                     "Accept-Encoding: gzip, br\r\naccept-encoding: zstd");
+  Parsed p = request(
+      "GET http://example.com/a?b HTTP/1.1\r\nHost: example.com\r\nX-Two:  spaced out \t\r\n"
+      "Accept-Encoding: gzip, br\r\naccept-encoding: zstd");
   REQUIRE_MESSAGE(p.ok, p.why);
   CHECK(p.m.method == "GET");
   CHECK(p.m.target == "http://example.com/a?b");
@@ -249,7 +250,7 @@ using asio::ip::tcp;
 
 struct Loopback {
   asio::io_context io;
-  tcp::socket peer{io};  // writes what the test sends
+  tcp::socket peer{io};          // writes what the test sends
   std::optional<Stream> stream;  // reads it
 
   Loopback() {
@@ -287,9 +288,7 @@ HeadRead head_of(std::string bytes) {
   return out;
 }
 
-asio::awaitable<void> read_one_line(Stream& s, ReadStatus& st, std::string& line) {
-  st = co_await read_line(s, line);
-}
+asio::awaitable<void> read_one_line(Stream& s, ReadStatus& st, std::string& line) { st = co_await read_line(s, line); }
 
 struct Relayed {
   bool ok = false;
@@ -329,7 +328,7 @@ TEST_CASE("http1: read_head takes a header block, skipping empty lines before it
   HeadRead r = head_of("\r\n\r\nGET http://h/ HTTP/1.1\r\nHost: h\r\n\r\nBODY");
   CHECK(r.st == ReadStatus::ok);
   CHECK(r.head == "GET http://h/ HTTP/1.1\r\nHost: h\r\n");  // the empty line's CRLF is not kept
-  CHECK(r.rest == "BODY");  // what follows the head stays buffered
+  CHECK(r.rest == "BODY");                                   // what follows the head stays buffered
 
   r = head_of("HTTP/1.1 200 OK\r\n\r\n");
   CHECK(r.st == ReadStatus::ok);

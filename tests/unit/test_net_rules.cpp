@@ -78,8 +78,8 @@ TEST_CASE("net: malformed names are refused with a message naming them") {
   CHECK(host_ok(std::string(63, 'a') + ".com"));
   CHECK(host_err(std::string(64, 'a') + ".com").find("longer than 63") != std::string::npos);
   // 253 bytes is the limit; one more trailing dot is still fine.
-  std::string n253 = std::string(63, 'a') + "." + std::string(63, 'b') + "." + std::string(63, 'c') + "." +
-                     std::string(61, 'd');
+  std::string n253 =
+      std::string(63, 'a') + "." + std::string(63, 'b') + "." + std::string(63, 'c') + "." + std::string(61, 'd');
   REQUIRE(n253.size() == 253);
   CHECK(host_ok(n253));
   CHECK(host_ok(n253 + "."));

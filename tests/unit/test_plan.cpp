@@ -7,8 +7,8 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <filesystem>
 #include <cstring>
+#include <filesystem>
 
 #include "overlay/plan.hpp"
 #include "testutil.hpp"
@@ -161,7 +161,8 @@ TEST_CASE("every denied path the new root may show is checked last, and a vanish
   fs.deny_read_all = {t / "d/here", t / "d/gone", t / "d/later"};
   auto plan = overlay::build_plan(fs, host_like(), "/", {});
   for (const char* p : {"d/here", "d/gone", "d/later", "d/dangling"}) {
-    CHECK_MESSAGE(std::find(plan.must_hide.begin(), plan.must_hide.end(), "/newroot" + (t / p)) != plan.must_hide.end(), p);
+    CHECK_MESSAGE(std::find(plan.must_hide.begin(), plan.must_hide.end(), "/newroot" + (t / p)) != plan.must_hide.end(),
+                  p);
   }
   CHECK(find(plan, OpKind::Bind, "/newroot" + (t / "d/dangling")) < 0);
   if (scratch) return;
@@ -183,7 +184,7 @@ TEST_CASE("with mounts below /var/tmp, nothing is built there for the scratch la
   auto plan = overlay::build_plan(fs, m, "/", {});
   ::rmdir(entry.c_str());
   CHECK(find(plan, OpKind::Mkdir, "/newroot/var/tmp") >= 0);  // the scratch layer's mount point
-  CHECK(find(plan, OpKind::Bind, "/newroot/var/tmp") >= 0);  // it starts empty (mounts below), in the scratch tmpfs
+  CHECK(find(plan, OpKind::Bind, "/newroot/var/tmp") >= 0);   // it starts empty (mounts below), in the scratch tmpfs
   for (const auto& op : plan.ops) CHECK_MESSAGE(op.dst.rfind("/newroot/var/tmp/", 0) != 0, op.dst);
 }
 
@@ -320,7 +321,8 @@ TEST_CASE("a tracked path is a read-write overlay whose upper layer is in the se
   long ov = find(plan, OpKind::Overlay, "/newroot" + t / "proj");
   REQUIRE(ov >= 0);
   const auto& op = plan.ops[static_cast<size_t>(ov)];
-  CHECK(op.data == "lowerdir=/oldroot" + t / "proj" + ",upperdir=/oldroot/st/sessions/ab/upper/0,workdir=/oldroot/st/sessions/ab/work/0,userxattr");
+  CHECK(op.data == "lowerdir=/oldroot" + t / "proj" +
+                       ",upperdir=/oldroot/st/sessions/ab/upper/0,workdir=/oldroot/st/sessions/ab/work/0,userxattr");
   CHECK((op.flags & MS_RDONLY) == 0);
   CHECK((op.flags & MS_NOSUID) != 0);
   CHECK((op.flags & MS_NODEV) != 0);
@@ -379,7 +381,8 @@ TEST_CASE("scratch /tmp, /var/tmp and /dev/shm are one size-limited tmpfs, and e
       CAPTURE(op.dst);
       bool sealed = false;
       for (size_t j = i + 1; j < plan.ops.size(); ++j) {
-        sealed = sealed || (plan.ops[j].kind == OpKind::ReadOnly && plan.ops[j].dst == op.dst && plan.ops[j].flags == 0);
+        sealed =
+            sealed || (plan.ops[j].kind == OpKind::ReadOnly && plan.ops[j].dst == op.dst && plan.ops[j].flags == 0);
       }
       CHECK(sealed);
     }

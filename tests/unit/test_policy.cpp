@@ -17,7 +17,9 @@ policy::Caller caller_in(const std::string& cwd, const std::string& home) {
   c.env = {{"PATH", "/usr/bin:/bin"}, {"HOME", home}, {"USER", "u"}, {"SECRET", "x"}, {"LANG", "C"}};
   return c;
 }
-bool has(const std::vector<std::string>& v, const std::string& s) { return std::find(v.begin(), v.end(), s) != v.end(); }
+bool has(const std::vector<std::string>& v, const std::string& s) {
+  return std::find(v.begin(), v.end(), s) != v.end();
+}
 }  // namespace
 
 TEST_CASE("finalize canonicalises allow paths and creates a missing leaf only for writes") {
@@ -30,7 +32,7 @@ TEST_CASE("finalize canonicalises allow paths and creates a missing leaf only fo
   auto resolved = policy::finalize(p, c);
   REQUIRE(resolved);
   CHECK(p.allow_write == std::vector<std::string>{t / "a", t / "newdir"});
-  struct stat st {};
+  struct stat st{};
   CHECK(::stat((t / "newdir").c_str(), &st) == 0);
 }
 
@@ -119,10 +121,12 @@ TEST_CASE("secrets: files, conflicts and bad values") {
   CHECK(with({{"K", "a\r\nX-Evil: 1", {}, {}}}, none).first.find("control character") != std::string::npos);
   CHECK(with({{"K", "one-value", {}, {}}, {"K", "two-value", {}, {}}}, none).first.find("more than once") !=
         std::string::npos);
-  CHECK(with({{"K", "one-value", {}, {}}}, [](zerobox::Policy& q) { q.env_set = {{"K", "x"}}; })
-            .first.find("--env K") != std::string::npos);
-  CHECK(with({{"K", "one-value", {}, {}}}, [](zerobox::Policy& q) { q.no_sandbox = true; })
-            .first.find("--no-sandbox") != std::string::npos);
+  CHECK(with({{"K", "one-value", {}, {}}}, [](zerobox::Policy& q) {
+          q.env_set = {{"K", "x"}};
+        }).first.find("--env K") != std::string::npos);
+  CHECK(with({{"K", "one-value", {}, {}}}, [](zerobox::Policy& q) {
+          q.no_sandbox = true;
+        }).first.find("--no-sandbox") != std::string::npos);
   // -A or a bare --allow-net with a secret: everything through the proxy.
   auto [err2, all] = with({{"K", "one-value", {}, {}}}, [](zerobox::Policy& q) { q.allow_all = true; });
   CHECK(err2 == "");
@@ -357,7 +361,7 @@ TEST_CASE("profile directories are never writable: read-only when there, guarded
       REQUIRE_FALSE(r);
       CHECK(r.error().message().find("never writable") != std::string::npos);
     }
-    struct stat st {};
+    struct stat st{};
     CHECK(::lstat((t / "home/.config/zerobox/sub").c_str(), &st) != 0);
     CHECK(::lstat((t / "home/xdg").c_str(), &st) != 0);
   }
@@ -389,8 +393,10 @@ TEST_CASE("profile directories are never writable: read-only when there, guarded
 TEST_CASE("credentials, histories and browser profiles are unreadable unless named") {
   test::TempDir t;
   test::mkdirs(t / "home");
-  for (const char* f : {".npmrc", ".bash_history", ".vault-token"}) test::write_file(t / (std::string("home/") + f), "");
-  for (const char* d : {".docker", ".mozilla", ".config/google-chrome", ".local/share/keyrings"}) test::mkdirs(t / (std::string("home/") + d));
+  for (const char* f : {".npmrc", ".bash_history", ".vault-token"})
+    test::write_file(t / (std::string("home/") + f), "");
+  for (const char* d : {".docker", ".mozilla", ".config/google-chrome", ".local/share/keyrings"})
+    test::mkdirs(t / (std::string("home/") + d));
   test::write_file(t / "home/.docker/config.json", "");
   test::write_file(t / "home/notes.txt", "");
   auto c = caller_in(t.path(), t / "home");
@@ -400,7 +406,8 @@ TEST_CASE("credentials, histories and browser profiles are unreadable unless nam
   auto resolved = policy::finalize(p, c);
   REQUIRE(resolved);
   auto fs = policy::compute_fs(p, *resolved, c);
-  for (const char* m : {".bash_history", ".vault-token", ".docker", ".mozilla", ".config/google-chrome", ".local/share/keyrings"}) {
+  for (const char* m :
+       {".bash_history", ".vault-token", ".docker", ".mozilla", ".config/google-chrome", ".local/share/keyrings"}) {
     CHECK(has(fs.masked, t / (std::string("home/") + m)));
   }
   CHECK_FALSE(has(fs.masked, t / "home/.docker/config.json"));  // inside a masked directory

@@ -188,7 +188,7 @@ void echo(int fd) {
 struct Seen {
   std::string request_line;
   std::map<std::string, std::string> headers;  // lowercase names
-  std::string body;                             // de-chunked
+  std::string body;                            // de-chunked
 };
 
 std::string lowercase(std::string s) {
@@ -315,8 +315,9 @@ class HttpServer {
   Server m_server;  // last: its threads use the members above
 };
 
-NetPolicy net_policy(const std::vector<std::string>& allow, const std::vector<std::pair<std::string, std::string>>& resolve,
-                 const std::vector<std::string>& deny = {}, bool allow_all = false) {
+NetPolicy net_policy(const std::vector<std::string>& allow,
+                     const std::vector<std::pair<std::string, std::string>>& resolve,
+                     const std::vector<std::string>& deny = {}, bool allow_all = false) {
   auto p = NetPolicy::make(allow, deny, resolve, allow_all);
   if (!p) FAIL(p.error().message());
   return std::move(*p);
@@ -438,7 +439,8 @@ TEST_CASE("proxy: CONNECT to an allowed host relays 1 MiB both ways, early bytes
 
 TEST_CASE("proxy: CONNECT to a host not allowed gets 403 with the reason") {
   Server upstream(echo);
-  TestProxy p(net_policy({rule("test.example", upstream.port())}, {{"test.example", "127.0.0.1"}, {"other.example", "127.0.0.1"}}));
+  TestProxy p(net_policy({rule("test.example", upstream.port())},
+                         {{"test.example", "127.0.0.1"}, {"other.example", "127.0.0.1"}}));
   Client c(p.port());
   REQUIRE(c.send(connect_request(rule("other.example", upstream.port()))));
   Response r = read_response(c);
@@ -541,7 +543,8 @@ TEST_CASE("proxy: POST with a chunked body, and a chunked response relayed as ch
   std::string host = rule("test.example", upstream.port());
   TestProxy p(net_policy({host}, {{"test.example", "127.0.0.1"}}));
   Client c(p.port());
-  REQUIRE(c.send("POST http://" + host + "/cl/post HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+  REQUIRE(c.send("POST http://" + host +
+                 "/cl/post HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
                  "4\r\nabcd\r\n"));
   std::this_thread::sleep_for(std::chrono::milliseconds(50));  // the body streams in pieces
   REQUIRE(c.send("3;x=y\r\nefg\r\n0\r\nX-T: 1\r\n\r\n"));
@@ -645,7 +648,8 @@ TEST_CASE("proxy: malformed and misdirected requests get 400") {
     std::string reason;  // a part of X-Zerobox-Reason
   };
   std::vector<Case> cases = {
-      {"GET http://" + host + "/ HTTP/1.1\r\nHost: other.example\r\n\r\n", "Host header does not match the request target"},
+      {"GET http://" + host + "/ HTTP/1.1\r\nHost: other.example\r\n\r\n",
+       "Host header does not match the request target"},
       {"GET / HTTP/1.1\r\nHost: " + host + "\r\n\r\n", "origin-form"},
       {"GET http://" + host + "/ HTTP/1.1\nHost: x\n\n", "bare LF"},
       {"GET http://" + host + "/ HTTP/1.1\r\nX-A: 1\r\n folded\r\n\r\n", "folding"},
@@ -695,7 +699,8 @@ TEST_CASE("proxy: SOCKS5 CONNECT to a domain name relays") {
 
 TEST_CASE("proxy: SOCKS5 refusals carry the matching reply code") {
   Server upstream(echo);
-  TestProxy p(net_policy({rule("test.example", upstream.port())}, {{"test.example", "127.0.0.1"}, {"other.example", "127.0.0.1"}}));
+  TestProxy p(net_policy({rule("test.example", upstream.port())},
+                         {{"test.example", "127.0.0.1"}, {"other.example", "127.0.0.1"}}));
   auto reply_to = [&](const std::string& request) {
     Client c(p.port());
     REQUIRE(c.send(std::string("\x05\x01\x00", 3)));
@@ -706,12 +711,12 @@ TEST_CASE("proxy: SOCKS5 refusals carry the matching reply code") {
     return r.size() == 10 && r[0] == 5 ? static_cast<int>(static_cast<unsigned char>(r[1])) : -1;
   };
   std::string port = {static_cast<char>(upstream.port() >> 8), static_cast<char>(upstream.port() & 0xff)};
-  CHECK(reply_to(std::string("\x05\x01\x00\x01\x7f\x00\x00\x01", 8) + port) == 0x02);  // IPv4
+  CHECK(reply_to(std::string("\x05\x01\x00\x01\x7f\x00\x00\x01", 8) + port) == 0x02);                   // IPv4
   CHECK(reply_to(std::string("\x05\x01\x00\x04", 4) + std::string(15, '\0') + "\x01" + port) == 0x02);  // IPv6
-  CHECK(reply_to(std::string("\x05\x02\x00\x03\x0ctest.example", 17) + port) == 0x07);  // BIND
-  CHECK(reply_to(std::string("\x05\x03\x00\x03\x0ctest.example", 17) + port) == 0x07);  // UDP ASSOCIATE
-  CHECK(reply_to(socks5_connect("other.example", upstream.port())) == 0x02);             // policy
-  CHECK(reply_to(socks5_connect("bad..name", upstream.port())) == 0x02);                 // grammar
+  CHECK(reply_to(std::string("\x05\x02\x00\x03\x0ctest.example", 17) + port) == 0x07);                  // BIND
+  CHECK(reply_to(std::string("\x05\x03\x00\x03\x0ctest.example", 17) + port) == 0x07);                  // UDP ASSOCIATE
+  CHECK(reply_to(socks5_connect("other.example", upstream.port())) == 0x02);                            // policy
+  CHECK(reply_to(socks5_connect("bad..name", upstream.port())) == 0x02);                                // grammar
   {
     // Nothing listens on the port of a listener that was just closed.
     std::uint16_t closed_port = 0;

@@ -39,17 +39,36 @@ TEST_CASE("encode_paths and decode_paths round-trip any bytes but NUL") {
 }
 
 TEST_CASE("encode_record and decode_record") {
-  RunRecord r{.pid = 1234, .start_time = 987654321, .writable = {"/home/u/p", "/var/tmp/a\nb"}, .masked = {"/home/u/.ssh"}};
+  RunRecord r{
+      .pid = 1234, .start_time = 987654321, .writable = {"/home/u/p", "/var/tmp/a\nb"}, .masked = {"/home/u/.ssh"}};
   auto back = decode_record(encode_record(r));
   REQUIRE(back);
   CHECK(*back == r);
   std::string bytes = encode_record(r);
   CHECK_FALSE(decode_record(bytes.substr(0, bytes.size() - 1)));  // cut short
   CHECK_FALSE(decode_record(""));
-  CHECK_FALSE(decode_record(std::string("zerobox-run 2\0" "1\0" "1\0", 18)));
-  CHECK_FALSE(decode_record(std::string("zerobox-run 1\0" "x\0" "1\0", 18)));
-  CHECK_FALSE(decode_record(std::string("zerobox-run 1\0" "1\0" "1\0" "wrel\0", 23)));
-  CHECK_FALSE(decode_record(std::string("zerobox-run 1\0" "1\0" "1\0" "q/x\0", 22)));
+  CHECK_FALSE(
+      decode_record(std::string("zerobox-run 2\0"
+                                "1\0"
+                                "1\0",
+                                18)));
+  CHECK_FALSE(
+      decode_record(std::string("zerobox-run 1\0"
+                                "x\0"
+                                "1\0",
+                                18)));
+  CHECK_FALSE(
+      decode_record(std::string("zerobox-run 1\0"
+                                "1\0"
+                                "1\0"
+                                "wrel\0",
+                                23)));
+  CHECK_FALSE(
+      decode_record(std::string("zerobox-run 1\0"
+                                "1\0"
+                                "1\0"
+                                "q/x\0",
+                                22)));
 }
 
 TEST_CASE("reached_through: writable paths that hold the store or lie in it, unless masked") {
@@ -73,7 +92,7 @@ TEST_CASE("process_start_time: this process, and none for a pid that is gone") {
 TEST_CASE("Registry: stores are listed once, the registry itself never, vanished ones pruned") {
   TempDir t;
   auto reg = open_registry(t / "reg");
-  struct stat st {};
+  struct stat st{};
   REQUIRE(::stat((t / "reg").c_str(), &st) == 0);
   CHECK((st.st_mode & 0777) == 0700);
   auto lock = reg.lock();

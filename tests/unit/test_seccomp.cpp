@@ -49,8 +49,8 @@ std::expected<uint32_t, std::string> run_bpf(std::span<const sock_filter> prog, 
       case BPF_LD:
       case BPF_LDX: {
         uint32_t v = 0;
-        if (BPF_MODE(f.code) == BPF_ABS && BPF_CLASS(f.code) == BPF_LD && BPF_SIZE(f.code) == BPF_W &&
-            f.k % 4 == 0 && f.k < sizeof data) {
+        if (BPF_MODE(f.code) == BPF_ABS && BPF_CLASS(f.code) == BPF_LD && BPF_SIZE(f.code) == BPF_W && f.k % 4 == 0 &&
+            f.k < sizeof data) {
           std::memcpy(&v, reinterpret_cast<const unsigned char*>(&data) + f.k, sizeof v);
         } else if (BPF_MODE(f.code) == BPF_LEN && BPF_SIZE(f.code) == BPF_W) {
           v = sizeof data;
@@ -145,9 +145,9 @@ constexpr uint32_t k_arch = AUDIT_ARCH_X86_64;
 constexpr int k_x32_bit = 0x40000000;  // __X32_SYSCALL_BIT
 constexpr int k_fchmodat2 = 452;       // as in seccomp.cpp: newer than libseccomp 2.5
 constexpr int k_open_tree_attr = 467;
-constexpr uint64_t k_hi = uint64_t{1} << 32;  // a bit the kernel drops from an int argument
-constexpr uint64_t k_any_ptr = 0x7fff0000;    // a pointer argument (never read)
-constexpr uint64_t k_o_tmpfile = 020000000;   // __O_TMPFILE, without O_DIRECTORY
+constexpr uint64_t k_hi = uint64_t{1} << 32;                          // a bit the kernel drops from an int argument
+constexpr uint64_t k_any_ptr = 0x7fff0000;                            // a pointer argument (never read)
+constexpr uint64_t k_o_tmpfile = 020000000;                           // __O_TMPFILE, without O_DIRECTORY
 constexpr uint64_t k_cwd = static_cast<uint64_t>(int64_t{AT_FDCWD});  // as in a register
 
 seccomp_data call(int nr, std::initializer_list<uint64_t> args = {}, uint32_t arch = k_arch) {
@@ -171,15 +171,54 @@ struct Row {
 // Refused outright by the base filter (k_denied and open_tree_attr), as far as this
 // architecture has them; process_vm_readv and pidfd_getfd are left to a guarded run's
 // init and refused by the guard's filters instead (rows below).
-constexpr int k_denied_nrs[] = {
-    SYS_mount, SYS_umount2, SYS_pivot_root, SYS_chroot, SYS_move_mount, SYS_open_tree, SYS_fsopen, SYS_fsconfig,
-    SYS_fsmount, SYS_fspick, SYS_mount_setattr, SYS_ptrace, SYS_kcmp, SYS_setns, SYS_io_uring_setup,
-    SYS_io_uring_enter, SYS_io_uring_register, SYS_bpf, SYS_perf_event_open, SYS_userfaultfd, SYS_add_key,
-    SYS_request_key, SYS_keyctl, SYS_init_module, SYS_finit_module, SYS_delete_module, SYS_kexec_load,
-    SYS_kexec_file_load, SYS_reboot, SYS_swapon, SYS_swapoff, SYS_acct, SYS_clock_settime, SYS_clock_adjtime,
-    SYS_settimeofday, SYS_adjtimex, SYS_syslog, SYS_open_by_handle_at, SYS_name_to_handle_at, SYS_lookup_dcookie,
-    SYS_quotactl, SYS_vhangup, SYS_iopl, SYS_ioperm, SYS_uselib, SYS_nfsservctl, SYS_fanotify_init,
-    k_open_tree_attr};
+constexpr int k_denied_nrs[] = {SYS_mount,
+                                SYS_umount2,
+                                SYS_pivot_root,
+                                SYS_chroot,
+                                SYS_move_mount,
+                                SYS_open_tree,
+                                SYS_fsopen,
+                                SYS_fsconfig,
+                                SYS_fsmount,
+                                SYS_fspick,
+                                SYS_mount_setattr,
+                                SYS_ptrace,
+                                SYS_kcmp,
+                                SYS_setns,
+                                SYS_io_uring_setup,
+                                SYS_io_uring_enter,
+                                SYS_io_uring_register,
+                                SYS_bpf,
+                                SYS_perf_event_open,
+                                SYS_userfaultfd,
+                                SYS_add_key,
+                                SYS_request_key,
+                                SYS_keyctl,
+                                SYS_init_module,
+                                SYS_finit_module,
+                                SYS_delete_module,
+                                SYS_kexec_load,
+                                SYS_kexec_file_load,
+                                SYS_reboot,
+                                SYS_swapon,
+                                SYS_swapoff,
+                                SYS_acct,
+                                SYS_clock_settime,
+                                SYS_clock_adjtime,
+                                SYS_settimeofday,
+                                SYS_adjtimex,
+                                SYS_syslog,
+                                SYS_open_by_handle_at,
+                                SYS_name_to_handle_at,
+                                SYS_lookup_dcookie,
+                                SYS_quotactl,
+                                SYS_vhangup,
+                                SYS_iopl,
+                                SYS_ioperm,
+                                SYS_uselib,
+                                SYS_nfsservctl,
+                                SYS_fanotify_init,
+                                k_open_tree_attr};
 
 constexpr uint32_t k_eperm = err(EPERM), k_enosys = err(ENOSYS), k_eafnosupport = err(EAFNOSUPPORT);
 
@@ -189,84 +228,82 @@ const Row k_rows[] = {
     // Kept from the command of a guarded run, which pid 1 serves with them.
     {"process_vm_readv", call(SYS_process_vm_readv, {1}), k_eperm, k_allow, k_eperm, k_eperm, k_eperm},
     {"pidfd_getfd", call(SYS_pidfd_getfd, {3, 4, 0}), k_eperm, k_allow, k_eperm, k_eperm, k_eperm},
-    {"prlimit64 setting pid 1's limit", call(SYS_prlimit64, {1, RLIMIT_NOFILE, k_any_ptr, 0}),
-     k_allow, k_allow, k_eperm, k_eperm, k_eperm},
-    {"prlimit64 of pid 1 with a high bit", call(SYS_prlimit64, {k_hi | 1, RLIMIT_NOFILE, k_any_ptr, 0}),
-     k_allow, k_allow, k_eperm, k_eperm, k_eperm},
-    {"prlimit64 reading pid 1's limit", call(SYS_prlimit64, {1, RLIMIT_NOFILE, 0, k_any_ptr}),
-     k_allow, k_allow, k_allow, k_allow, k_allow},
-    {"prlimit64 setting its own limit", call(SYS_prlimit64, {0, RLIMIT_NOFILE, k_any_ptr, 0}),
-     k_allow, k_allow, k_allow, k_allow, k_allow},
+    {"prlimit64 setting pid 1's limit", call(SYS_prlimit64, {1, RLIMIT_NOFILE, k_any_ptr, 0}), k_allow, k_allow,
+     k_eperm, k_eperm, k_eperm},
+    {"prlimit64 of pid 1 with a high bit", call(SYS_prlimit64, {k_hi | 1, RLIMIT_NOFILE, k_any_ptr, 0}), k_allow,
+     k_allow, k_eperm, k_eperm, k_eperm},
+    {"prlimit64 reading pid 1's limit", call(SYS_prlimit64, {1, RLIMIT_NOFILE, 0, k_any_ptr}), k_allow, k_allow,
+     k_allow, k_allow, k_allow},
+    {"prlimit64 setting its own limit", call(SYS_prlimit64, {0, RLIMIT_NOFILE, k_any_ptr, 0}), k_allow, k_allow,
+     k_allow, k_allow, k_allow},
     // Terminal input and the console.
     {"ioctl TIOCSTI", call(SYS_ioctl, {0, TIOCSTI, k_any_ptr}), k_eperm, k_eperm, k_allow, k_allow, k_allow},
-    {"ioctl TIOCSTI with a high bit", call(SYS_ioctl, {0, k_hi | TIOCSTI, k_any_ptr}),
-     k_eperm, k_eperm, k_allow, k_allow, k_allow},
+    {"ioctl TIOCSTI with a high bit", call(SYS_ioctl, {0, k_hi | TIOCSTI, k_any_ptr}), k_eperm, k_eperm, k_allow,
+     k_allow, k_allow},
     {"ioctl TIOCLINUX", call(SYS_ioctl, {0, TIOCLINUX, k_any_ptr}), k_eperm, k_eperm, k_allow, k_allow, k_allow},
     {"ioctl TCGETS", call(SYS_ioctl, {0, TCGETS, k_any_ptr}), k_allow, k_allow, k_allow, k_allow, k_allow},
-    {"ioctl BTRFS_IOC_SNAP_CREATE", call(SYS_ioctl, {3, 0x50009401, k_any_ptr}),
-     k_eperm, k_eperm, k_allow, k_allow, k_allow},
-    {"ioctl BCH_IOCTL_SUBVOLUME_CREATE_v2", call(SYS_ioctl, {3, 0x4030bc1d, k_any_ptr}),
-     k_eperm, k_eperm, k_allow, k_allow, k_allow},
+    {"ioctl BTRFS_IOC_SNAP_CREATE", call(SYS_ioctl, {3, 0x50009401, k_any_ptr}), k_eperm, k_eperm, k_allow, k_allow,
+     k_allow},
+    {"ioctl BCH_IOCTL_SUBVOLUME_CREATE_v2", call(SYS_ioctl, {3, 0x4030bc1d, k_any_ptr}), k_eperm, k_eperm, k_allow,
+     k_allow, k_allow},
     // New processes: no user namespace, and clone3's flags are out of reach.
     {"clone3", call(SYS_clone3, {k_any_ptr, 88}), k_enosys, k_enosys, k_allow, k_allow, k_allow},
     {"clone (fork)", call(SYS_clone, {SIGCHLD}), k_allow, k_allow, k_allow, k_allow, k_allow},
     {"clone CLONE_NEWUSER", call(SYS_clone, {CLONE_NEWUSER | SIGCHLD}), k_eperm, k_eperm, k_allow, k_allow, k_allow},
     {"clone CLONE_NEWNS", call(SYS_clone, {CLONE_NEWNS | SIGCHLD}), k_allow, k_allow, k_allow, k_allow, k_allow},
     {"unshare CLONE_NEWUSER", call(SYS_unshare, {CLONE_NEWUSER}), k_eperm, k_eperm, k_allow, k_allow, k_allow},
-    {"unshare CLONE_NEWNS|CLONE_NEWUSER", call(SYS_unshare, {CLONE_NEWNS | CLONE_NEWUSER}),
-     k_eperm, k_eperm, k_allow, k_allow, k_allow},
+    {"unshare CLONE_NEWNS|CLONE_NEWUSER", call(SYS_unshare, {CLONE_NEWNS | CLONE_NEWUSER}), k_eperm, k_eperm, k_allow,
+     k_allow, k_allow},
     {"unshare CLONE_NEWNS", call(SYS_unshare, {CLONE_NEWNS}), k_allow, k_allow, k_allow, k_allow, k_allow},
     // Socket families.
     {"socket AF_UNIX", call(SYS_socket, {AF_UNIX, SOCK_STREAM, 0}), k_allow, k_allow, k_allow, k_allow, k_allow},
     {"socket AF_INET", call(SYS_socket, {AF_INET, SOCK_STREAM, 0}), k_allow, k_allow, k_allow, k_allow, k_allow},
     {"socket AF_INET6", call(SYS_socket, {AF_INET6, SOCK_DGRAM, 0}), k_allow, k_allow, k_allow, k_allow, k_allow},
     {"socket AF_NETLINK", call(SYS_socket, {AF_NETLINK, SOCK_RAW, 0}), k_allow, k_allow, k_allow, k_allow, k_allow},
-    {"socket AF_VSOCK", call(SYS_socket, {AF_VSOCK, SOCK_STREAM, 0}),
-     k_eafnosupport, k_eafnosupport, k_allow, k_allow, k_allow},
-    {"socket AF_PACKET", call(SYS_socket, {AF_PACKET, SOCK_RAW, 0}),
-     k_eafnosupport, k_eafnosupport, k_allow, k_allow, k_allow},
-    {"socket AF_UNSPEC", call(SYS_socket, {AF_UNSPEC, SOCK_STREAM, 0}),
-     k_eafnosupport, k_eafnosupport, k_allow, k_allow, k_allow},
-    {"socket AF_UNIX with a high bit", call(SYS_socket, {k_hi | AF_UNIX, SOCK_STREAM, 0}),
-     k_eafnosupport, k_eafnosupport, k_allow, k_allow, k_allow},
-    {"socketpair AF_UNIX", call(SYS_socketpair, {AF_UNIX, SOCK_STREAM, 0, k_any_ptr}),
-     k_allow, k_allow, k_allow, k_allow, k_allow},
-    {"socketpair AF_ALG", call(SYS_socketpair, {AF_ALG, SOCK_SEQPACKET, 0, k_any_ptr}),
-     k_eafnosupport, k_eafnosupport, k_allow, k_allow, k_allow},
+    {"socket AF_VSOCK", call(SYS_socket, {AF_VSOCK, SOCK_STREAM, 0}), k_eafnosupport, k_eafnosupport, k_allow, k_allow,
+     k_allow},
+    {"socket AF_PACKET", call(SYS_socket, {AF_PACKET, SOCK_RAW, 0}), k_eafnosupport, k_eafnosupport, k_allow, k_allow,
+     k_allow},
+    {"socket AF_UNSPEC", call(SYS_socket, {AF_UNSPEC, SOCK_STREAM, 0}), k_eafnosupport, k_eafnosupport, k_allow,
+     k_allow, k_allow},
+    {"socket AF_UNIX with a high bit", call(SYS_socket, {k_hi | AF_UNIX, SOCK_STREAM, 0}), k_eafnosupport,
+     k_eafnosupport, k_allow, k_allow, k_allow},
+    {"socketpair AF_UNIX", call(SYS_socketpair, {AF_UNIX, SOCK_STREAM, 0, k_any_ptr}), k_allow, k_allow, k_allow,
+     k_allow, k_allow},
+    {"socketpair AF_ALG", call(SYS_socketpair, {AF_ALG, SOCK_SEQPACKET, 0, k_any_ptr}), k_eafnosupport, k_eafnosupport,
+     k_allow, k_allow, k_allow},
     // Setuid and setgid bits.
     {"chmod 04755", call(SYS_chmod, {k_any_ptr, 04755}), k_eperm, k_eperm, k_allow, k_allow, k_allow},
     {"chmod 0755", call(SYS_chmod, {k_any_ptr, 0755}), k_allow, k_allow, k_allow, k_allow, k_allow},
     {"fchmod 02755", call(SYS_fchmod, {3, 02755}), k_eperm, k_eperm, k_allow, k_allow, k_allow},
     {"fchmodat 04700", call(SYS_fchmodat, {k_cwd, k_any_ptr, 04700}), k_eperm, k_eperm, k_allow, k_allow, k_allow},
-    {"fchmodat2 02700", call(k_fchmodat2, {k_cwd, k_any_ptr, 02700, 0}),
-     k_eperm, k_eperm, k_allow, k_allow, k_allow},
+    {"fchmodat2 02700", call(k_fchmodat2, {k_cwd, k_any_ptr, 02700, 0}), k_eperm, k_eperm, k_allow, k_allow, k_allow},
     {"creat 04755", call(SYS_creat, {k_any_ptr, 04755}), k_eperm, k_eperm, k_notify, k_notify, k_allow},
-    {"mknodat S_IFREG|02644", call(SYS_mknodat, {k_cwd, k_any_ptr, S_IFREG | 02644, 0}),
-     k_eperm, k_eperm, k_notify, k_notify, k_allow},
-    {"open O_CREAT 04755", call(SYS_open, {k_any_ptr, O_WRONLY | O_CREAT, 04755}),
-     k_eperm, k_eperm, k_notify, k_notify, k_allow},
-    {"openat O_CREAT 02755", call(SYS_openat, {k_cwd, k_any_ptr, O_WRONLY | O_CREAT, 02755}),
-     k_eperm, k_eperm, k_notify, k_notify, k_allow},
-    {"openat O_TMPFILE 04755", call(SYS_openat, {k_cwd, k_any_ptr, O_TMPFILE | O_WRONLY, 04755}),
-     k_eperm, k_eperm, k_allow, k_notify, k_allow},
-    {"openat O_TMPFILE 0644", call(SYS_openat, {k_cwd, k_any_ptr, k_o_tmpfile | O_DIRECTORY | O_RDWR, 0644}),
-     k_allow, k_allow, k_allow, k_notify, k_allow},
-    {"openat O_RDONLY with mode 04755 (ignored)", call(SYS_openat, {k_cwd, k_any_ptr, O_RDONLY, 04755}),
-     k_allow, k_allow, k_allow, k_allow, k_allow},
+    {"mknodat S_IFREG|02644", call(SYS_mknodat, {k_cwd, k_any_ptr, S_IFREG | 02644, 0}), k_eperm, k_eperm, k_notify,
+     k_notify, k_allow},
+    {"open O_CREAT 04755", call(SYS_open, {k_any_ptr, O_WRONLY | O_CREAT, 04755}), k_eperm, k_eperm, k_notify, k_notify,
+     k_allow},
+    {"openat O_CREAT 02755", call(SYS_openat, {k_cwd, k_any_ptr, O_WRONLY | O_CREAT, 02755}), k_eperm, k_eperm,
+     k_notify, k_notify, k_allow},
+    {"openat O_TMPFILE 04755", call(SYS_openat, {k_cwd, k_any_ptr, O_TMPFILE | O_WRONLY, 04755}), k_eperm, k_eperm,
+     k_allow, k_notify, k_allow},
+    {"openat O_TMPFILE 0644", call(SYS_openat, {k_cwd, k_any_ptr, k_o_tmpfile | O_DIRECTORY | O_RDWR, 0644}), k_allow,
+     k_allow, k_allow, k_notify, k_allow},
+    {"openat O_RDONLY with mode 04755 (ignored)", call(SYS_openat, {k_cwd, k_any_ptr, O_RDONLY, 04755}), k_allow,
+     k_allow, k_allow, k_allow, k_allow},
     // What the create guard traps: names made, and with the depth rule files written.
-    {"openat O_CREAT", call(SYS_openat, {k_cwd, k_any_ptr, O_WRONLY | O_CREAT | O_TRUNC, 0644}),
-     k_allow, k_allow, k_notify, k_notify, k_allow},
-    {"openat O_CREAT|O_PATH (O_CREAT ignored)", call(SYS_openat, {k_cwd, k_any_ptr, O_CREAT | O_PATH, 0644}),
-     k_allow, k_allow, k_allow, k_allow, k_allow},
-    {"openat O_WRONLY", call(SYS_openat, {k_cwd, k_any_ptr, O_WRONLY, 0}),
-     k_allow, k_allow, k_allow, k_notify, k_allow},
+    {"openat O_CREAT", call(SYS_openat, {k_cwd, k_any_ptr, O_WRONLY | O_CREAT | O_TRUNC, 0644}), k_allow, k_allow,
+     k_notify, k_notify, k_allow},
+    {"openat O_CREAT|O_PATH (O_CREAT ignored)", call(SYS_openat, {k_cwd, k_any_ptr, O_CREAT | O_PATH, 0644}), k_allow,
+     k_allow, k_allow, k_allow, k_allow},
+    {"openat O_WRONLY", call(SYS_openat, {k_cwd, k_any_ptr, O_WRONLY, 0}), k_allow, k_allow, k_allow, k_notify,
+     k_allow},
     {"openat O_RDWR", call(SYS_openat, {k_cwd, k_any_ptr, O_RDWR, 0}), k_allow, k_allow, k_allow, k_notify, k_allow},
-    {"openat O_RDONLY|O_TRUNC", call(SYS_openat, {k_cwd, k_any_ptr, O_RDONLY | O_TRUNC, 0}),
-     k_allow, k_allow, k_allow, k_notify, k_allow},
-    {"openat O_RDONLY", call(SYS_openat, {k_cwd, k_any_ptr, O_RDONLY, 0}),
-     k_allow, k_allow, k_allow, k_allow, k_allow},
-    {"open O_CREAT", call(SYS_open, {k_any_ptr, O_WRONLY | O_CREAT, 0644}),
-     k_allow, k_allow, k_notify, k_notify, k_allow},
+    {"openat O_RDONLY|O_TRUNC", call(SYS_openat, {k_cwd, k_any_ptr, O_RDONLY | O_TRUNC, 0}), k_allow, k_allow, k_allow,
+     k_notify, k_allow},
+    {"openat O_RDONLY", call(SYS_openat, {k_cwd, k_any_ptr, O_RDONLY, 0}), k_allow, k_allow, k_allow, k_allow, k_allow},
+    {"open O_CREAT", call(SYS_open, {k_any_ptr, O_WRONLY | O_CREAT, 0644}), k_allow, k_allow, k_notify, k_notify,
+     k_allow},
     {"open O_WRONLY", call(SYS_open, {k_any_ptr, O_WRONLY, 0}), k_allow, k_allow, k_allow, k_notify, k_allow},
     {"open O_RDONLY", call(SYS_open, {k_any_ptr, O_RDONLY, 0}), k_allow, k_allow, k_allow, k_allow, k_allow},
     {"truncate", call(SYS_truncate, {k_any_ptr, 0}), k_allow, k_allow, k_allow, k_notify, k_allow},
@@ -277,33 +314,32 @@ const Row k_rows[] = {
     {"symlink", call(SYS_symlink, {k_any_ptr, k_any_ptr}), k_allow, k_allow, k_notify, k_notify, k_allow},
     {"symlinkat", call(SYS_symlinkat, {k_any_ptr, k_cwd, k_any_ptr}), k_allow, k_allow, k_notify, k_notify, k_allow},
     {"link", call(SYS_link, {k_any_ptr, k_any_ptr}), k_allow, k_allow, k_notify, k_notify, k_allow},
-    {"linkat", call(SYS_linkat, {k_cwd, k_any_ptr, k_cwd, k_any_ptr, 0}),
-     k_allow, k_allow, k_notify, k_notify, k_allow},
+    {"linkat", call(SYS_linkat, {k_cwd, k_any_ptr, k_cwd, k_any_ptr, 0}), k_allow, k_allow, k_notify, k_notify,
+     k_allow},
     {"rename", call(SYS_rename, {k_any_ptr, k_any_ptr}), k_allow, k_allow, k_notify, k_notify, k_allow},
-    {"renameat", call(SYS_renameat, {k_cwd, k_any_ptr, k_cwd, k_any_ptr}),
-     k_allow, k_allow, k_notify, k_notify, k_allow},
-    {"renameat2", call(SYS_renameat2, {k_cwd, k_any_ptr, k_cwd, k_any_ptr, 0}),
-     k_allow, k_allow, k_notify, k_notify, k_allow},
+    {"renameat", call(SYS_renameat, {k_cwd, k_any_ptr, k_cwd, k_any_ptr}), k_allow, k_allow, k_notify, k_notify,
+     k_allow},
+    {"renameat2", call(SYS_renameat2, {k_cwd, k_any_ptr, k_cwd, k_any_ptr, 0}), k_allow, k_allow, k_notify, k_notify,
+     k_allow},
     {"umask", call(SYS_umask, {022}), k_allow, k_allow, k_notify, k_notify, k_allow},
     {"bind", call(SYS_bind, {3, k_any_ptr, 110}), k_allow, k_allow, k_notify, k_notify, k_allow},
     {"unlink (no new name)", call(SYS_unlink, {k_any_ptr}), k_allow, k_allow, k_allow, k_allow, k_allow},
     // openat2's flags are in memory: ENOSYS, so callers fall back to openat; a guarded
     // run's init uses it, and its command gets ENOSYS from the guard's filter.
-    {"openat2", call(SYS_openat2, {k_cwd, k_any_ptr, k_any_ptr, 24}),
-     k_enosys, k_allow, k_enosys, k_enosys, k_allow},
+    {"openat2", call(SYS_openat2, {k_cwd, k_any_ptr, k_any_ptr, 24}), k_enosys, k_allow, k_enosys, k_enosys, k_allow},
     // personality: the query and plain personas, not the flags that weaken mitigations.
     {"personality query", call(SYS_personality, {0xffffffff}), k_allow, k_allow, k_allow, k_allow, k_allow},
     {"personality PER_LINUX", call(SYS_personality, {PER_LINUX}), k_allow, k_allow, k_allow, k_allow, k_allow},
     {"personality PER_LINUX32", call(SYS_personality, {PER_LINUX32}), k_allow, k_allow, k_allow, k_allow, k_allow},
-    {"personality ADDR_NO_RANDOMIZE", call(SYS_personality, {ADDR_NO_RANDOMIZE}),
-     k_eperm, k_eperm, k_allow, k_allow, k_allow},
-    {"personality READ_IMPLIES_EXEC", call(SYS_personality, {READ_IMPLIES_EXEC}),
-     k_eperm, k_eperm, k_allow, k_allow, k_allow},
-    {"personality MMAP_PAGE_ZERO", call(SYS_personality, {MMAP_PAGE_ZERO}),
-     k_eperm, k_eperm, k_allow, k_allow, k_allow},
+    {"personality ADDR_NO_RANDOMIZE", call(SYS_personality, {ADDR_NO_RANDOMIZE}), k_eperm, k_eperm, k_allow, k_allow,
+     k_allow},
+    {"personality READ_IMPLIES_EXEC", call(SYS_personality, {READ_IMPLIES_EXEC}), k_eperm, k_eperm, k_allow, k_allow,
+     k_allow},
+    {"personality MMAP_PAGE_ZERO", call(SYS_personality, {MMAP_PAGE_ZERO}), k_eperm, k_eperm, k_allow, k_allow,
+     k_allow},
     {"personality bit 31 alone", call(SYS_personality, {0x80000000}), k_eperm, k_eperm, k_allow, k_allow, k_allow},
-    {"personality all bits but the first", call(SYS_personality, {0xfffffffe}),
-     k_eperm, k_eperm, k_allow, k_allow, k_allow},
+    {"personality all bits but the first", call(SYS_personality, {0xfffffffe}), k_eperm, k_eperm, k_allow, k_allow,
+     k_allow},
     // Foreign ABIs: the base filter kills them; the guard's filters leave them to it.
     {"x32 getpid", call(SYS_getpid | k_x32_bit), k_kill, k_kill, k_allow, k_allow, k_allow},
     {"x32 kexec_load", call(SYS_kexec_load | k_x32_bit), k_kill, k_kill, k_allow, k_allow, k_allow},
@@ -353,15 +389,18 @@ TEST_CASE("the seccomp filters give each system call its action") {
 TEST_CASE("the BPF interpreter runs small programs and refuses what the kernel would not load") {
   const seccomp_data d = call(SYS_write, {1, k_hi | 7});
   const sock_filter by_nr[] = {BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
-                               BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_write, 0, 1), BPF_STMT(BPF_RET | BPF_K, err(EPERM)),
-                               BPF_STMT(BPF_RET | BPF_K, k_allow)};
+                               BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_write, 0, 1),
+                               BPF_STMT(BPF_RET | BPF_K, err(EPERM)), BPF_STMT(BPF_RET | BPF_K, k_allow)};
   CHECK(run_bpf(by_nr, d) == k_eperm);
   CHECK(run_bpf(by_nr, call(SYS_read)) == k_allow);
   // The upper half of args[1], masked, through the scratch memory and X.
   const sock_filter hi_arg[] = {BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, args[1]) + 4),
-                                BPF_STMT(BPF_ALU | BPF_AND | BPF_K, 1), BPF_STMT(BPF_ST, 3),
-                                BPF_STMT(BPF_LDX | BPF_MEM, 3), BPF_STMT(BPF_MISC | BPF_TXA, 0),
-                                BPF_STMT(BPF_ALU | BPF_OR | BPF_K, SECCOMP_RET_ERRNO), BPF_STMT(BPF_RET | BPF_A, 0)};
+                                BPF_STMT(BPF_ALU | BPF_AND | BPF_K, 1),
+                                BPF_STMT(BPF_ST, 3),
+                                BPF_STMT(BPF_LDX | BPF_MEM, 3),
+                                BPF_STMT(BPF_MISC | BPF_TXA, 0),
+                                BPF_STMT(BPF_ALU | BPF_OR | BPF_K, SECCOMP_RET_ERRNO),
+                                BPF_STMT(BPF_RET | BPF_A, 0)};
   CHECK(run_bpf(hi_arg, d) == err(1));
   const sock_filter past_end[] = {BPF_JUMP(BPF_JMP | BPF_JA, 1, 0, 0), BPF_STMT(BPF_RET | BPF_K, k_allow)};
   CHECK_FALSE(run_bpf(past_end, d).has_value());
@@ -380,7 +419,8 @@ namespace {
 int errno_under_base_filter(const seccomp_data& c) {
   pid_t pid = ::fork();
   if (pid == 0) {
-    if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 || zb::exec::apply_seccomp(zb::exec::embedded_seccomp_filter()) != 0)
+    if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
+        zb::exec::apply_seccomp(zb::exec::embedded_seccomp_filter()) != 0)
       ::_exit(255);
     long r = ::syscall(c.nr, c.args[0], c.args[1], c.args[2], c.args[3], c.args[4], c.args[5]);
     ::_exit(r < 0 ? errno : 0);
@@ -434,7 +474,8 @@ namespace {
 int socket_errno_under_filter(unsigned long family, bool pair) {
   pid_t pid = ::fork();
   if (pid == 0) {
-    if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 || zb::exec::apply_seccomp(zb::exec::embedded_seccomp_filter()) != 0)
+    if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
+        zb::exec::apply_seccomp(zb::exec::embedded_seccomp_filter()) != 0)
       ::_exit(255);
     int sv[2];
     long r = pair ? ::syscall(SYS_socketpair, family, SOCK_STREAM | 0x40000000UL, 0UL, sv)
@@ -454,8 +495,8 @@ TEST_CASE("the base filter lets only unix, inet, inet6 and netlink sockets be ma
     CHECK(socket_errno_under_filter(f, false) == EINVAL);
   }
   CHECK(socket_errno_under_filter(AF_UNIX, true) == EINVAL);
-  for (unsigned long f : {0UL, 3UL, 9UL, 11UL, 15UL, 17UL, 29UL, 30UL, 31UL, 38UL, 40UL, 44UL, 45UL, 46UL, 255UL, 1UL << 31,
-                          (1UL << 32) | AF_UNIX, (1UL << 32) | 40UL, ~0UL}) {
+  for (unsigned long f : {0UL, 3UL, 9UL, 11UL, 15UL, 17UL, 29UL, 30UL, 31UL, 38UL, 40UL, 44UL, 45UL, 46UL, 255UL,
+                          1UL << 31, (1UL << 32) | AF_UNIX, (1UL << 32) | 40UL, ~0UL}) {
     CAPTURE(f);
     CHECK(socket_errno_under_filter(f, false) == EAFNOSUPPORT);
     CHECK(socket_errno_under_filter(f, true) == EAFNOSUPPORT);
@@ -534,7 +575,7 @@ TEST_CASE("the create guard refuses guarded paths and whatever but mkdir stands 
   CHECK(guard_check(list, "/home/u/.config/fi\xC5\xBFh", false) == EACCES);
   CHECK(guard_check(list, "/home/u/.config/\xEF\xAC\x81sh", false) == EACCES);
   CHECK(guard_check(list, "/p/.git/hoo\xE2\x84\xAAs", true) == EACCES);
-  CHECK(guard_check(list, "/p/.git/hooks\xC3\xA9", false) == 0);  // é folds to nothing ASCII
+  CHECK(guard_check(list, "/p/.git/hooks\xC3\xA9", false) == 0);       // é folds to nothing ASCII
   CHECK(guard_check(list, "/p/.env\xE2\x80\x8Brc", false) == EACCES);  // a zero-width space
   // A path longer than PATH_MAX that folds to a guarded one just shorter than it.
   std::string root = "/" + std::string(PATH_MAX - 14, 'w');
@@ -553,15 +594,15 @@ TEST_CASE("guard names fold as a case-insensitive file system folds them") {
     return out;
   };
   CHECK(fold(".ENVRC") == ".envrc");
-  CHECK(fold(".ba\xC5\xBFhrc") == ".bashrc");                  // U+017F long s
-  CHECK(fold("\xC3\x9F") == "ss");                               // U+00DF sharp s
-  CHECK(fold("\xE1\xBA\x9E") == "ss");                           // U+1E9E capital sharp s
-  CHECK(fold("hoo\xE2\x84\xAAs") == "hooks");                    // U+212A Kelvin sign
+  CHECK(fold(".ba\xC5\xBFhrc") == ".bashrc");                       // U+017F long s
+  CHECK(fold("\xC3\x9F") == "ss");                                  // U+00DF sharp s
+  CHECK(fold("\xE1\xBA\x9E") == "ss");                              // U+1E9E capital sharp s
+  CHECK(fold("hoo\xE2\x84\xAAs") == "hooks");                       // U+212A Kelvin sign
   CHECK(fold("\xEF\xAC\x80\xEF\xAC\x81\xEF\xAC\x82") == "fffifl");  // U+FB00..FB02
-  CHECK(fold("\xEF\xAC\x83\xEF\xAC\x84") == "ffiffl");          // U+FB03, U+FB04
-  CHECK(fold("\xEF\xAC\x85\xEF\xAC\x86") == "stst");            // U+FB05, U+FB06
-  CHECK(fold("Jos\xC3\xA9") == "jos\xC3\xA9");                   // others stay as they are
-  CHECK(fold("\xC5") == "\xC5");                                  // a cut sequence too
+  CHECK(fold("\xEF\xAC\x83\xEF\xAC\x84") == "ffiffl");              // U+FB03, U+FB04
+  CHECK(fold("\xEF\xAC\x85\xEF\xAC\x86") == "stst");                // U+FB05, U+FB06
+  CHECK(fold("Jos\xC3\xA9") == "jos\xC3\xA9");                      // others stay as they are
+  CHECK(fold("\xC5") == "\xC5");                                    // a cut sequence too
   // Default-ignorable code points are dropped, as Linux's casefolding drops them: the
   // zero-width space, the soft hyphen, a variation selector, a tag character.
   CHECK(fold("hoo\xE2\x80\x8Bks") == "hooks");
@@ -569,8 +610,14 @@ TEST_CASE("guard names fold as a case-insensitive file system folds them") {
   CHECK(fold("hook\xEF\xB8\x8Fs") == "hooks");
   CHECK(fold("hoo\xF3\xA0\x80\x81ks") == "hooks");
   // Invalid UTF-8 (an overlong zero-width space, a surrogate) is opaque, as to the kernel.
-  CHECK(fold("a\xF0\x82\x80\x8B" "b") == "a\xF0\x82\x80\x8B" "b");
-  CHECK(fold("a\xED\xA0\x80" "b") == "a\xED\xA0\x80" "b");
+  CHECK(fold("a\xF0\x82\x80\x8B"
+             "b") ==
+        "a\xF0\x82\x80\x8B"
+        "b");
+  CHECK(fold("a\xED\xA0\x80"
+             "b") ==
+        "a\xED\xA0\x80"
+        "b");
   std::string in = ".Ba\xC5\xBFhrc";  // in place
   in.resize(guard_fold(in.data(), in.size(), in.data()));
   CHECK(in == ".bashrc");

@@ -54,12 +54,12 @@ TEST_CASE("a secret applies to its --secret-host rules, or to every allowed host
     for (const auto* e : set.for_host(hostport(hp))) out += e->key;
     return out;
   };
-  CHECK(keys("api.com:443") == "A");           // B: api.com is not in --allow-net
+  CHECK(keys("api.com:443") == "A");  // B: api.com is not in --allow-net
   CHECK(keys("api.com:80") == "A");
   CHECK(keys("x.api.com:443") == "A");
-  CHECK(keys("x.api.com:80") == "");           // the rule's port
-  CHECK(keys("denied.api.com:443") == "");     // --deny-net wins
-  CHECK(keys("allowed.com:443") == "B");       // no rules: every host --allow-net allows
+  CHECK(keys("x.api.com:80") == "");        // the rule's port
+  CHECK(keys("denied.api.com:443") == "");  // --deny-net wins
+  CHECK(keys("allowed.com:443") == "B");    // no rules: every host --allow-net allows
   CHECK(keys("a.wild.com:443") == "B");
   CHECK(keys("other.com:443") == "");
   CHECK(keys("notapi.com:443") == "");
@@ -81,7 +81,8 @@ TEST_CASE("substitution: target, headers and Basic credentials, only approved pl
   CHECK(substitute("Bearer " + pa, only_a) == "Bearer s3cret value/é");
   CHECK(substitute(pa + pa, only_a) == "s3cret value/és3cret value/é");
   CHECK(substitute("Bearer " + pb, only_a) == "Bearer " + pb);  // not approved: untouched
-  CHECK(substitute("x" + std::string(k_placeholder_prefix) + "zz", only_a) == "x" + std::string(k_placeholder_prefix) + "zz");
+  CHECK(substitute("x" + std::string(k_placeholder_prefix) + "zz", only_a) ==
+        "x" + std::string(k_placeholder_prefix) + "zz");
   CHECK(substitute("Bearer " + pa, {}) == "Bearer " + pa);
 
   // In a request target a value stands as it is where its bytes may; the rest is
@@ -99,7 +100,8 @@ TEST_CASE("substitution: target, headers and Basic credentials, only approved pl
         "/!$'()*,:@%3F%23%5B%5D%5C%20%22%3C%3E%60%7B%7C%7D%5E?!$'()*,:@?%23%5B%5D%5C%20%22%3C%3E%60%7B%7C%7D%5E");
 
   // A placeholder right after an unfinished escape is refused; after a finished one it is fine.
-  for (std::string bad : {"%", "%2", "\\", "\\x", "\\x4", "\\u", "\\u0", "\\u00", "\\u004", "&#", "&#1", "&#x", "&#x2"}) {
+  for (std::string bad :
+       {"%", "%2", "\\", "\\x", "\\x4", "\\u", "\\u0", "\\u00", "\\u004", "&#", "&#1", "&#x", "&#x2"}) {
     CHECK_MESSAGE(escaped_placeholder("q=" + bad + pa, only_a) != "", bad);
     CHECK(escaped_placeholder("q=" + bad + pb, only_a) == "");  // not an approved placeholder
   }
@@ -111,7 +113,8 @@ TEST_CASE("substitution: target, headers and Basic credentials, only approved pl
   std::string out = substitute_field("Authorization", "Basic " + creds, only_a);
   REQUIRE(out.starts_with("Basic "));
   CHECK(*text::unbase64(out.substr(6)) == "user:s3cret value/é");
-  CHECK(substitute_field("authorization", "basic " + text::base64("u:" + pb), only_a) == "basic " + text::base64("u:" + pb));
+  CHECK(substitute_field("authorization", "basic " + text::base64("u:" + pb), only_a) ==
+        "basic " + text::base64("u:" + pb));
   CHECK(substitute_field("X-Api-Key", pa, only_a) == "s3cret value/é");
 }
 
@@ -182,12 +185,11 @@ std::string quote(std::string_view v, std::string_view safe = "/", bool plus = f
   std::string out;
   for (char ch : v) {
     auto u = static_cast<unsigned char>(ch);
-    if (alnum(u) || std::string_view("_.-~").find(ch) != std::string_view::npos || safe.find(ch) != std::string_view::npos)
+    if (alnum(u) || std::string_view("_.-~").find(ch) != std::string_view::npos ||
+        safe.find(ch) != std::string_view::npos)
       out += ch;
-    else if (plus && ch == ' ')
-      out += '+';
-    else
-      out += "%" + hex2(u, hex);
+    else if (plus && ch == ' ') out += '+';
+    else out += "%" + hex2(u, hex);
   }
   return out;
 }
@@ -529,7 +531,7 @@ TEST_CASE("compressed responses are decoded to be scrubbed") {
     CHECK(decode_in_pieces({"x-gzip"}, compress(text, 31), step) == text);
     CHECK(decode_in_pieces({"deflate"}, compress(text, 15), step) == text);
   }
-  CHECK(decode_in_pieces({"deflate"}, compress(text, -15), 4096) == text);               // raw, as some servers send
+  CHECK(decode_in_pieces({"deflate"}, compress(text, -15), 4096) == text);                  // raw, as some servers send
   CHECK(decode_in_pieces({"gzip"}, compress("ab", 31) + compress("cd", 31), 3) == "abcd");  // two gzip members
 
   auto none = Decoder::for_coding({});

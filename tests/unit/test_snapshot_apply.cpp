@@ -77,7 +77,7 @@ struct Fixture {
 
   // What is at p now, as a change's side records it (the contents go into the store).
   FileMeta meta_of(const std::string& p) {
-    struct stat st {};
+    struct stat st{};
     REQUIRE(::lstat(p.c_str(), &st) == 0);
     FileMeta m;
     m.type = *store::file_type_of(st.st_mode);
@@ -137,7 +137,8 @@ std::string name(Where w) {
 
 }  // namespace
 
-#define CHECK_WHERE(f, c, w) CHECK_MESSAGE((f).where(c) == (w), "expected " << name(w) << ", got " << name((f).where(c)))
+#define CHECK_WHERE(f, c, w) \
+  CHECK_MESSAGE((f).where(c) == (w), "expected " << name(w) << ", got " << name((f).where(c)))
 
 TEST_CASE("snapshot check: a modified file is Before at its old contents, After at its new, else a conflict") {
   Fixture f;

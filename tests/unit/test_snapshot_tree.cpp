@@ -25,14 +25,14 @@ int err_of(const Result<T>& r) {
 
 // The inode of what fd/name is (name empty: fd itself), 0 when there is nothing.
 ino_t ino_at(int fd, const std::string& name) {
-  struct stat st {};
+  struct stat st{};
   int flags = name.empty() ? AT_EMPTY_PATH : AT_SYMLINK_NOFOLLOW;
   if (::fstatat(fd, name.c_str(), &st, flags) != 0) return 0;
   return st.st_ino;
 }
 
 ino_t ino_of(const std::string& path) {
-  struct stat st {};
+  struct stat st{};
   if (::lstat(path.c_str(), &st) != 0) return 0;
   return st.st_ino;
 }

@@ -42,7 +42,8 @@ TEST_CASE("StatusFd writes one JSON object per line and closes") {
   char buf[256] = {};
   ssize_t n = ::read(p[0], buf, sizeof buf - 1);
   REQUIRE(n > 0);
-  CHECK(std::string(buf) == "{\"v\":1,\"event\":\"child_started\",\"pid\":42}\n{\"v\":1,\"event\":\"child_exit\",\"code\":3}\n");
+  CHECK(std::string(buf) ==
+        "{\"v\":1,\"event\":\"child_started\",\"pid\":42}\n{\"v\":1,\"event\":\"child_exit\",\"code\":3}\n");
   CHECK(::read(p[0], buf, sizeof buf) == 0);  // EOF after the last event
   ::close(p[0]);
 }
@@ -85,9 +86,11 @@ TEST_CASE("StatusFd writes the golden status-fd streams") {
           s.child_started(31662);
           s.child_exit_code(0);
         }) == fixture("plain.jsonl"));
-  CHECK(written_by([](StatusFd& s) {
-          s.setup_error("--allow-write '/nonexistent/a\"b/\xc3\xa9': neither it nor its parent exists: No such file or directory");
-        }) == fixture("setup-error.jsonl"));
+  CHECK(
+      written_by([](StatusFd& s) {
+        s.setup_error(
+            "--allow-write '/nonexistent/a\"b/\xc3\xa9': neither it nor its parent exists: No such file or directory");
+      }) == fixture("setup-error.jsonl"));
   CHECK(written_by([](StatusFd& s) {
           s.child_started(31673);
           s.child_exit_code(127);

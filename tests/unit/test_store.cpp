@@ -85,7 +85,7 @@ TEST_CASE("Store::open creates the layout and current schema version") {
   std::string dir = t / "a/b/store";
   auto s = open_store(dir);
   CHECK(s.dir() == dir);
-  struct stat st {};
+  struct stat st{};
   REQUIRE(::stat(dir.c_str(), &st) == 0);
   CHECK((st.st_mode & 07777) == 0700);
   for (const char* sub : {"blobs", "sessions"}) {
@@ -134,7 +134,7 @@ TEST_CASE("Store sessions: create, get, list, set_state, finish") {
   CHECK(valid_id(a.id));
   CHECK(a.state == SessionState::Running);
   CHECK(a.created_at > 0);
-  struct stat st {};
+  struct stat st{};
   CHECK(::stat((s.session_dir(a.id) + "/upper").c_str(), &st) == 0);
   CHECK(::stat((s.session_dir(a.id) + "/work").c_str(), &st) == 0);
   CHECK(s.session_dir(a.id) == t.path() + "/sessions/" + a.id);
@@ -330,7 +330,7 @@ TEST_CASE("Store blobs: put, dedup, open, release") {
   CHECK(count_files(t / "blobs") == 1);  // no temporary left behind either
   auto other = put_string(s, t, "other");
   CHECK(other.hash != a.hash);
-  struct stat st {};
+  struct stat st{};
   REQUIRE(::stat(blob_path(t, a.hash).c_str(), &st) == 0);
   CHECK((st.st_mode & 0777) == 0400);
 
@@ -377,7 +377,7 @@ TEST_CASE("Store blobs: a 20 MB blob is streamed") {
   auto b = s.put_blob_from_fd(in.get());
   REQUIRE(b.has_value());
   CHECK(b->size == 20 * (1 << 20));
-  struct stat st {};
+  struct stat st{};
   REQUIRE(::stat(blob_path(t, b->hash).c_str(), &st) == 0);
   CHECK(st.st_size == 20 * (1 << 20));
   CHECK(std::filesystem::file_size(src) == std::filesystem::file_size(blob_path(t, b->hash)));
@@ -406,7 +406,7 @@ TEST_CASE("Store::put_blob_by_rename moves the file in, or deletes it when prese
     a = s.put_blob_by_rename(t / "store/f1");
   }
   REQUIRE_MESSAGE(a.has_value(), (a ? "" : a.error().message()));
-  struct stat st {};
+  struct stat st{};
   CHECK(::stat((t / "store/f1").c_str(), &st) != 0);
   CHECK(read_all(s.open_blob(a->hash)->get()) == "same content");
 

@@ -31,9 +31,7 @@ class TempDir {
   std::string m_path;
 };
 
-inline void write_file(const std::string& p, const std::string& content) {
-  std::ofstream(p) << content;
-}
+inline void write_file(const std::string& p, const std::string& content) { std::ofstream(p) << content; }
 
 inline void mkdirs(const std::string& p) { std::filesystem::create_directories(p); }
 

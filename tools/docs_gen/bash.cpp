@@ -54,7 +54,9 @@ std::string bash_skip_cases(const Command& c, const std::string& fn, const std::
   if (!optional.empty()) {
     out += indent + join(optional, "|") + ")\n" + after_eq + indent + "  else\n" + indent +
            "    if (( COMP_CWORD == i + 1 )) && [[ $cur != -* ]]; then " + fn + " \"$w\" \"$cur\"; return; fi\n" +
-           indent + "    if (( COMP_CWORD > i + 1 )) && [[ ${COMP_WORDS[i+1]} != -* ]]; then (( i += 2 )); else (( i += 1 )); fi\n" +
+           indent +
+           "    if (( COMP_CWORD > i + 1 )) && [[ ${COMP_WORDS[i+1]} != -* ]]; then (( i += 2 )); else (( i += 1 )); "
+           "fi\n" +
            indent + "  fi ;;\n";
   }
   return out;
@@ -129,7 +131,8 @@ std::string write_bash(const Command& run, const std::vector<Command>& snapshot)
   b += "  esac\n}\n\n";
 
   b += "_zerobox() {\n  local IFS=$'\\n' cur=${COMP_WORDS[COMP_CWORD]} i=1 w\n  COMPREPLY=()\n";
-  b += "  if (( COMP_CWORD > 1 )) && [[ ${COMP_WORDS[1]} == snapshot ]]; then\n    _zerobox_snapshot\n    return\n  fi\n";
+  b += "  if (( COMP_CWORD > 1 )) && [[ ${COMP_WORDS[1]} == snapshot ]]; then\n    _zerobox_snapshot\n    return\n  "
+       "fi\n";
   b += "  # --flag=value in one word (when \"=\" is not in COMP_WORDBREAKS).\n";
   b += "  if [[ $cur == --*=* ]]; then\n    _zerobox_value \"${cur%%=*}\" \"${cur#*=}\"\n"
        "    COMPREPLY=(\"${COMPREPLY[@]/#/${cur%%=*}=}\")\n    return\n  fi\n";

@@ -43,7 +43,8 @@ std::string write_fish(const Command& run, const std::vector<Command>& snapshot,
        "\n                set skip 2\n            case '-*'\n                continue\n            case '*'\n"
        "                return 1\n        end\n    end\n    return 0\nend\n\n";
   f += "# True where the command or its arguments are being typed.\n";
-  f += "function __zerobox_in_command\n    set -l tokens (commandline -opc)\n    test \"$tokens[2]\" = snapshot; and return 1\n"
+  f += "function __zerobox_in_command\n    set -l tokens (commandline -opc)\n    test \"$tokens[2]\" = snapshot; and "
+       "return 1\n"
        "    __zerobox_in_options; or return 0\n    not string match -q -- '-*' (commandline -ct)\nend\n\n";
   f += "# The command and its arguments typed so far, the token under the cursor last.\n";
   f += "function __zerobox_command_line\n    set -l tokens (commandline -opc) (commandline -ct)\n    set -e tokens[1]\n"
@@ -51,12 +52,15 @@ std::string write_fish(const Command& run, const std::vector<Command>& snapshot,
        "        if test $skip = 2; and string match -q -- '-*' $t\n            set skip 0\n        end\n"
        "        if test $skip != 0\n            set skip 0\n            set -e tokens[1]\n            continue\n"
        "        end\n        switch $t\n            case --\n                set -e tokens[1]\n                break\n"
-       "            case " + value_flags + "\n                set skip 1\n            case " + optional_flags +
+       "            case " +
+       value_flags + "\n                set skip 1\n            case " + optional_flags +
        "\n                set skip 2\n            case '-*'\n            case '*'\n                break\n"
        "        end\n        set -e tokens[1]\n    end\n    printf '%s\\n' $tokens\nend\n\n";
   f += "# `zerobox snapshot` followed by SUB (\"\": no subcommand yet).\n";
-  f += "function __zerobox_snapshot\n    set -l tokens (commandline -opc)\n    test \"$tokens[2]\" = snapshot; or return 1\n"
-       "    if test -z \"$argv[1]\"\n        test (count $tokens) -eq 2\n    else\n        test \"$tokens[3]\" = \"$argv[1]\"\n"
+  f += "function __zerobox_snapshot\n    set -l tokens (commandline -opc)\n    test \"$tokens[2]\" = snapshot; or "
+       "return 1\n"
+       "    if test -z \"$argv[1]\"\n        test (count $tokens) -eq 2\n    else\n        test \"$tokens[3]\" = "
+       "\"$argv[1]\"\n"
        "    end\nend\n\n";
 
   f += "complete -c zerobox -n __zerobox_in_options -f\n";

@@ -23,7 +23,8 @@ std::string roff(std::string_view s) {
     if (auto lead = static_cast<unsigned char>(ch); lead >= 0xc0) {
       std::size_t n = lead >= 0xf0 ? 3 : lead >= 0xe0 ? 2 : 1;
       unsigned cp = lead & (0x3fu >> n);
-      for (std::size_t k = 1; k <= n && i + 1 < s.size(); ++k) cp = (cp << 6) | (static_cast<unsigned char>(s[++i]) & 0x3fu);
+      for (std::size_t k = 1; k <= n && i + 1 < s.size(); ++k)
+        cp = (cp << 6) | (static_cast<unsigned char>(s[++i]) & 0x3fu);
       char hex[16];
       std::snprintf(hex, sizeof hex, "\\[u%04X]", cp);
       out += hex;
@@ -118,7 +119,8 @@ std::string write_man(const std::string& template_text, const Command& run, cons
   std::string commands;
   for (const auto& s : snapshot) {
     const std::string* text = snapshot_text(ref, s.name);
-    commands += ".TP\n\\fBzerobox snapshot " + s.name + "\\fR\n" + (text ? sentence(*text) : roff(s.description)) + "\n";
+    commands +=
+        ".TP\n\\fBzerobox snapshot " + s.name + "\\fR\n" + (text ? sentence(*text) : roff(s.description)) + "\n";
     bool any = false;
     for (const auto& p : s.positionals) {
       if (p.description.empty()) continue;

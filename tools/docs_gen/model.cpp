@@ -19,7 +19,6 @@ std::vector<std::string> split(std::string_view s, char sep) {
   }
 }
 
-
 bool has_word(std::string_view s, std::string_view word) {
   size_t i = 0;
   while (i < s.size()) {

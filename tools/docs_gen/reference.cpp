@@ -141,7 +141,8 @@ Reference read_reference(const std::string& path, const Command& run, const std:
       r.text = text_of(*t, "text", path + ": [[snapshot]] " + r.name);
       bool known = false;
       for (const auto& s : snapshot) known = known || s.name == r.name;
-      if (!known) throw std::runtime_error(path + ": [[snapshot]] " + r.name + ": zerobox snapshot has no such command");
+      if (!known)
+        throw std::runtime_error(path + ": [[snapshot]] " + r.name + ": zerobox snapshot has no such command");
       subs.insert(r.name);
       ref.snapshot.push_back(std::move(r));
     }

@@ -28,13 +28,13 @@ namespace {
 
 // What lies at `name` in `dir`, for the depth rule: what a rename moves.
 GuardMade made_of(int dir, const char* name) {
-  struct stat st {};
+  struct stat st{};
   if (::fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) != 0) return GuardMade::other;
   return S_ISDIR(st.st_mode) ? GuardMade::dir : S_ISLNK(st.st_mode) ? GuardMade::symlink : GuardMade::other;
 }
 
 bool is_ctty(int fd) {
-  struct stat st {};
+  struct stat st{};
   return ::fstat(fd, &st) == 0 && S_ISCHR(st.st_mode) && st.st_rdev == makedev(5, 0);
 }
 
@@ -72,7 +72,7 @@ bool may_follow(int dir, const struct stat& link) {
     return c != '0';
   }();
   if (!enabled) return true;
-  struct stat d {};
+  struct stat d{};
   if (::fstat(dir, &d) != 0) return false;
   if ((d.st_mode & (S_ISVTX | S_IWOTH)) != (S_ISVTX | S_IWOTH)) return true;
   return link.st_uid == ::geteuid() || link.st_uid == d.st_uid;
@@ -96,7 +96,8 @@ bool fd_refused(Target& t, int fd) {
   if (t.state->list.n_names == 0) return false;
   char real[PATH_MAX];
   ssize_t n = ::readlink(SelfFd(fd).s, real, sizeof real - 1);
-  if (n <= 0 || static_cast<std::size_t>(n) >= sizeof real - 1 || real[0] != '/') return false;  // deeper than PATH_MAX, or not a path
+  if (n <= 0 || static_cast<std::size_t>(n) >= sizeof real - 1 || real[0] != '/')
+    return false;  // deeper than PATH_MAX, or not a path
   real[n] = '\0';
   return depth_refused(*t.state, real, GuardMade::other);
 }
@@ -134,7 +135,7 @@ bool go_on(int listener, std::uint64_t id) {
 }
 
 bool owner_may(int fd, int flags) {
-  struct stat st {};
+  struct stat st{};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) return false;
   int acc = flags & O_ACCMODE;
   mode_t need = acc == O_RDONLY ? S_IRUSR : acc == O_WRONLY ? S_IWUSR : S_IRUSR | S_IWUSR;
@@ -142,7 +143,7 @@ bool owner_may(int fd, int flags) {
 }
 
 void undo_new(int fd, int at, const char* path) {
-  struct stat made {}, now {};
+  struct stat made{}, now{};
   if (::fstat(fd, &made) == 0 && ::fstatat(at, path, &now, AT_SYMLINK_NOFOLLOW) == 0 && made.st_ino == now.st_ino &&
       made.st_dev == now.st_dev) {
     ::unlinkat(at, path, 0);
@@ -162,8 +163,7 @@ int finish_open(int fd, int flags) {
   return fd;
 }
 
-int do_open(Target& t, int listener, std::uint64_t id, int dirfd, char* path, int flags,
-            mode_t mode, Made& made) {
+int do_open(Target& t, int listener, std::uint64_t id, int dirfd, char* path, int flags, mode_t mode, Made& made) {
   constexpr int k_ours = O_CLOEXEC | O_NOCTTY;
   // As Linux 6.4 and later answer before looking at the path: O_CREAT goes with neither
   // O_DIRECTORY nor the kernel's __O_TMPFILE bit (glibc's includes O_DIRECTORY).
@@ -178,7 +178,7 @@ int do_open(Target& t, int listener, std::uint64_t id, int dirfd, char* path, in
       int fd = take_fd(t, loc.whole_fd);
       if (fd < 0) return fd == -EBADF ? -ENOENT : fd;
       UniqueFd same(fd);
-      struct stat st {};
+      struct stat st{};
       if (::fstat(fd, &st) != 0) return -errno;
       if (loc.whole_slash && !S_ISDIR(st.st_mode)) return -ENOTDIR;
       // Opened anew for writing, the command's fd of a protected file (an O_PATH one, or
@@ -199,7 +199,7 @@ int do_open(Target& t, int listener, std::uint64_t id, int dirfd, char* path, in
       // "dir/", ".", "..": nothing can be created there, the kernel says what it says.
       return finish_open(::openat(loc.parent.get(), loc.name, flags | k_ours, mode), flags);
     }
-    struct stat st {};
+    struct stat st{};
     bool exists = ::fstatat(loc.parent.get(), loc.bare, &st, AT_SYMLINK_NOFOLLOW) == 0;
     // A directory makes nothing: the kernel's answer, not a refusal of what it stands for.
     if (exists && S_ISDIR(st.st_mode)) return (flags & O_EXCL) != 0 && creating ? -EEXIST : -EISDIR;
@@ -212,7 +212,7 @@ int do_open(Target& t, int listener, std::uint64_t id, int dirfd, char* path, in
     if (exists && creating && (flags & O_EXCL) != 0) return -EEXIST;
     if (exists && S_ISFIFO(st.st_mode) && (flags & O_NONBLOCK) == 0) {
       UniqueFd file(::openat(loc.parent.get(), loc.bare, O_PATH | O_NOFOLLOW | O_CLOEXEC));
-      struct stat now {};
+      struct stat now{};
       if (!file || ::fstat(file.get(), &now) != 0 || now.st_ino != st.st_ino || now.st_dev != st.st_dev) continue;
       open_in_child(listener, id, file.get(), flags);
       return k_replied;
@@ -223,9 +223,9 @@ int do_open(Target& t, int listener, std::uint64_t id, int dirfd, char* path, in
     set_umask(t.umask());
     int fd = ::openat(loc.parent.get(), loc.bare, flags | (exists ? 0 : O_EXCL) | O_NONBLOCK | k_ours, mode);
     if (fd < 0 && errno == EEXIST && !exists && (flags & O_EXCL) == 0) continue;  // made meanwhile
-    if (fd < 0 && errno == EWOULDBLOCK && (flags & O_NONBLOCK) == 0) {  // a lease: may wait
+    if (fd < 0 && errno == EWOULDBLOCK && (flags & O_NONBLOCK) == 0) {            // a lease: may wait
       UniqueFd file(::openat(loc.parent.get(), loc.bare, O_PATH | O_NOFOLLOW | O_CLOEXEC));
-      struct stat now {};
+      struct stat now{};
       if (!file || ::fstat(file.get(), &now) != 0 || now.st_ino != st.st_ino || now.st_dev != st.st_dev) continue;
       open_in_child(listener, id, file.get(), flags);
       return k_replied;
@@ -249,7 +249,7 @@ int do_truncate(Target& t, char* path, off_t length) {
       if (fd_refused(t, fd)) return -EACCES;
       return ::truncate(SelfFd(fd).s, length) == 0 ? 0 : -errno;
     }
-    struct stat st {};
+    struct stat st{};
     bool plain = !loc.dot() && std::strcmp(loc.name, loc.bare) == 0;
     if (plain && ::fstatat(loc.parent.get(), loc.bare, &st, AT_SYMLINK_NOFOLLOW) == 0) {
       if (S_ISDIR(st.st_mode)) return -EISDIR;
@@ -268,12 +268,11 @@ int do_truncate(Target& t, char* path, off_t length) {
   return -ELOOP;
 }
 
-int do_make(Target& t, long nr, int dirfd, const char* path, mode_t mode, dev_t dev,
-            const char* target) {
+int do_make(Target& t, long nr, int dirfd, const char* path, mode_t mode, dev_t dev, const char* target) {
   Loc loc;
   if (int r = resolve(t, dirfd, -1, path, loc); r < 0) return r;
   if (loc.whole_fd >= 0) return -EEXIST;
-  GuardMade made = (nr == SYS_mkdir || nr == SYS_mkdirat) ? GuardMade::new_dir
+  GuardMade made = (nr == SYS_mkdir || nr == SYS_mkdirat)       ? GuardMade::new_dir
                    : (nr == SYS_symlink || nr == SYS_symlinkat) ? GuardMade::symlink
                                                                 : GuardMade::other;
   if (!loc.dot() && refused(t, loc, made)) return -EACCES;
@@ -291,8 +290,7 @@ int do_make(Target& t, long nr, int dirfd, const char* path, mode_t mode, dev_t 
   return rc == 0 ? 0 : -errno;
 }
 
-int do_link(Target& t, int olddirfd, const char* oldpath, int newdirfd, const char* newpath,
-            int flags) {
+int do_link(Target& t, int olddirfd, const char* oldpath, int newdirfd, const char* newpath, int flags) {
   if ((flags & ~(AT_SYMLINK_FOLLOW | AT_EMPTY_PATH)) != 0) return -EINVAL;
   UniqueFd src;
   if ((flags & AT_EMPTY_PATH) != 0 && oldpath[0] == '\0') {
@@ -313,7 +311,7 @@ int do_link(Target& t, int olddirfd, const char* oldpath, int newdirfd, const ch
     if (fd < 0) return fd;
     src.reset(fd);
   }
-  struct stat st {};
+  struct stat st{};
   if (::fstat(src.get(), &st) != 0) return -errno;
   // A second name for a protected file would let it be opened for writing by that name.
   if (fd_refused(t, src.get())) return -EACCES;
@@ -324,8 +322,7 @@ int do_link(Target& t, int olddirfd, const char* oldpath, int newdirfd, const ch
   return ::linkat(AT_FDCWD, SelfFd(src.get()).s, to.parent.get(), to.name, AT_SYMLINK_FOLLOW) == 0 ? 0 : -errno;
 }
 
-int do_rename(Target& t, int olddirfd, const char* oldpath, int newdirfd,
-              const char* newpath, unsigned flags) {
+int do_rename(Target& t, int olddirfd, const char* oldpath, int newdirfd, const char* newpath, unsigned flags) {
   Loc from, to;
   if (int r = resolve(t, olddirfd, -1, oldpath, from); r < 0) return r;
   if (int r = resolve(t, newdirfd, -1, newpath, to); r < 0) return r;
@@ -342,7 +339,8 @@ int do_rename(Target& t, int olddirfd, const char* oldpath, int newdirfd,
     Buf f, d;
     if (from.full(f) && to.full(d)) {
       if (moved == GuardMade::dir && leaves_lift(st, f.s, d.s)) return -EXDEV;
-      if ((flags & RENAME_EXCHANGE) != 0 && made_of(to.parent.get(), to.name) == GuardMade::dir && leaves_lift(st, d.s, f.s)) {
+      if ((flags & RENAME_EXCHANGE) != 0 && made_of(to.parent.get(), to.name) == GuardMade::dir &&
+          leaves_lift(st, d.s, f.s)) {
         return -EXDEV;
       }
     }

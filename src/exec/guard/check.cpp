@@ -207,9 +207,11 @@ bool prepare_guard(const GuardList& in, int report_fd, GuardState& out) {
   // The paths, a second copy cut into names, and two hash sets with at least twice as
   // many slots as there can be names (one per byte at most); then the depth rule's lists,
   // folded.
-  const std::pair<const char* const*, std::size_t> extra[] = {
-      {in.names, in.n_names}, {in.roots, in.n_roots}, {in.exempt, in.n_exempt},
-      {in.lifted, in.n_lifted}, {in.new_trees, in.n_new_trees}};
+  const std::pair<const char* const*, std::size_t> extra[] = {{in.names, in.n_names},
+                                                              {in.roots, in.n_roots},
+                                                              {in.exempt, in.n_exempt},
+                                                              {in.lifted, in.n_lifted},
+                                                              {in.new_trees, in.n_new_trees}};
   std::size_t text = 0, extra_text = 0, extra_count = 0;
   for (std::size_t i = 0; i < in.count; ++i) text += std::strlen(in.paths[i]) + 1;
   for (std::size_t i = 0; i < in.n_names; ++i) text += std::strlen(in.names[i]) + 1;  // into the sets too
@@ -271,9 +273,10 @@ bool prepare_guard(const GuardList& in, int report_fd, GuardState& out) {
   mode_t um = ::umask(022);
   ::umask(um);
   auto* reported = reinterpret_cast<unsigned char*>(pool);
-  GuardList list{paths, in.count, copied[0], in.n_names, copied[1], in.n_roots, copied[2], in.n_exempt,
-                 copied[3], in.n_lifted, copied[4], in.n_new_trees};
-  out = GuardState{list, names, slots - 1, leaves, slots - 1, um, false, false, 0, {}, 0, reported, report_fd, {}, 0, false};
+  GuardList list{paths,     in.count,    copied[0], in.n_names,  copied[1], in.n_roots,
+                 copied[2], in.n_exempt, copied[3], in.n_lifted, copied[4], in.n_new_trees};
+  out = GuardState{list, names, slots - 1, leaves,   slots - 1, um, false, false,
+                   0,    {},    0,         reported, report_fd, {}, 0,     false};
   for (auto& e : out.seen) e = {0, -1, 0, 0, 0};
   return true;
 }

@@ -34,10 +34,9 @@ long utf8_at(const char* in, std::size_t i, std::size_t n, std::size_t& len) {
 // Unicode's Default_Ignorable_Code_Point, which Linux's casefolding drops from names.
 bool ignorable(long cp) {
   static constexpr long k_ranges[][2] = {
-      {0x00AD, 0x00AD},   {0x034F, 0x034F},   {0x061C, 0x061C},   {0x115F, 0x1160}, {0x17B4, 0x17B5},
-      {0x180B, 0x180F},   {0x200B, 0x200F},   {0x202A, 0x202E},   {0x2060, 0x206F}, {0x3164, 0x3164},
-      {0xFE00, 0xFE0F},   {0xFEFF, 0xFEFF},   {0xFFA0, 0xFFA0},   {0xFFF0, 0xFFF8}, {0x1BCA0, 0x1BCA3},
-      {0x1D173, 0x1D17A}, {0xE0000, 0xE0FFF},
+      {0x00AD, 0x00AD}, {0x034F, 0x034F}, {0x061C, 0x061C},   {0x115F, 0x1160},   {0x17B4, 0x17B5},   {0x180B, 0x180F},
+      {0x200B, 0x200F}, {0x202A, 0x202E}, {0x2060, 0x206F},   {0x3164, 0x3164},   {0xFE00, 0xFE0F},   {0xFEFF, 0xFEFF},
+      {0xFFA0, 0xFFA0}, {0xFFF0, 0xFFF8}, {0x1BCA0, 0x1BCA3}, {0x1D173, 0x1D17A}, {0xE0000, 0xE0FFF},
   };
   for (const auto& r : k_ranges) {
     if (cp >= r[0] && cp <= r[1]) return true;
@@ -48,11 +47,11 @@ bool ignorable(long cp) {
 // The characters whose full case folding (after canonical decomposition) is ASCII.
 const char* folds_to_ascii(long cp) {
   switch (cp) {
-    case 0x017F: return "s";    // long s
-    case 0x00DF: return "ss";   // sharp s
-    case 0x1E9E: return "ss";   // capital sharp s
-    case 0x212A: return "k";    // Kelvin sign
-    case 0xFB00: return "ff";   // the Latin ligatures
+    case 0x017F: return "s";   // long s
+    case 0x00DF: return "ss";  // sharp s
+    case 0x1E9E: return "ss";  // capital sharp s
+    case 0x212A: return "k";   // Kelvin sign
+    case 0xFB00: return "ff";  // the Latin ligatures
     case 0xFB01: return "fi";
     case 0xFB02: return "fl";
     case 0xFB03: return "ffi";

@@ -178,13 +178,13 @@ int open_parent(int at, const char* path, const char* slash, UniqueFd& holder);
 
 // Where a path of the target's puts its last component.
 struct Loc {
-  UniqueFd parent;       // O_PATH directory
-  char name[NAME_MAX + 2] = {};   // the last component as given (with its trailing '/', if any)
-  char bare[NAME_MAX + 1] = {};   // without it
-  char real[PATH_MAX] = {};       // the parent's canonical path
-  bool too_deep = false;          // ... which is longer than that
-  int whole_fd = -1;  // set instead when the whole path is one of the target's fds: N of /proc/self/fd/N
-  bool whole_slash = false;  // ... written with a trailing slash
+  UniqueFd parent;               // O_PATH directory
+  char name[NAME_MAX + 2] = {};  // the last component as given (with its trailing '/', if any)
+  char bare[NAME_MAX + 1] = {};  // without it
+  char real[PATH_MAX] = {};      // the parent's canonical path
+  bool too_deep = false;         // ... which is longer than that
+  int whole_fd = -1;             // set instead when the whole path is one of the target's fds: N of /proc/self/fd/N
+  bool whole_slash = false;      // ... written with a trailing slash
 
   bool dot() const { return std::strcmp(bare, ".") == 0 || std::strcmp(bare, "..") == 0; }
   // parent's path + "/" + bare

@@ -36,7 +36,8 @@ const char* own_proc(Target& t, const char* p) {
 }  // namespace
 
 int open_path_at(int base, const char* path, int flags) {
-  int fd = util::openat2_fd(base, path, static_cast<std::uint64_t>(static_cast<unsigned>(flags | O_PATH)), RESOLVE_NO_MAGICLINKS);
+  int fd = util::openat2_fd(base, path, static_cast<std::uint64_t>(static_cast<unsigned>(flags | O_PATH)),
+                            RESOLVE_NO_MAGICLINKS);
   return fd < 0 ? -errno : fd;
 }
 
@@ -63,12 +64,21 @@ int resolve(Target& t, int dirfd, int base, const char* path, Loc& loc) {
     if ((r = after(path, "/proc/self")) != nullptr) {
       tr.add("/proc/").num(static_cast<unsigned long>(t.tgid())).add(r);
     } else if ((r = after(path, "/proc/thread-self")) != nullptr) {
-      tr.add("/proc/").num(static_cast<unsigned long>(t.tgid())).add("/task/").num(static_cast<unsigned long>(t.tid)).add(r);
+      tr.add("/proc/")
+          .num(static_cast<unsigned long>(t.tgid()))
+          .add("/task/")
+          .num(static_cast<unsigned long>(t.tid))
+          .add(r);
     } else if ((r = after(path, "/dev/fd")) != nullptr) {
       tr.add("/proc/").num(static_cast<unsigned long>(t.tgid())).add("/fd").add(r);
     } else if (std::strcmp(path, "/dev/stdin") == 0 || std::strcmp(path, "/dev/stdout") == 0 ||
                std::strcmp(path, "/dev/stderr") == 0) {
-      tr.add("/proc/").num(static_cast<unsigned long>(t.tgid())).add("/fd/").num(path[8] == 'i' ? 0 : path[8] == 'o' ? 1 : 2);
+      tr.add("/proc/")
+          .num(static_cast<unsigned long>(t.tgid()))
+          .add("/fd/")
+          .num(path[8] == 'i'   ? 0
+               : path[8] == 'o' ? 1
+                                : 2);
     } else {
       tr.add(path);
     }
@@ -143,7 +153,7 @@ int resolve(Target& t, int dirfd, int base, const char* path, Loc& loc) {
   if (parent < 0) return parent;
   loc.parent.reset(parent);
   if (!t.alive()) return -ESRCH;  // the /proc/TID paths above may have named another thread
-  struct statfs sfs {};
+  struct statfs sfs{};
   bool proc = ::fstatfs(parent, &sfs) == 0 && sfs.f_type == PROC_SUPER_MAGIC;
   ssize_t n = ::readlink(SelfFd(parent).s, loc.real, sizeof loc.real - 1);
   if (n <= 0 || static_cast<std::size_t>(n) >= sizeof loc.real - 1) {

@@ -56,10 +56,11 @@ OpenCall decode_open(const seccomp_data& d) {
 bool open_existing(int listener, std::uint64_t id, int dir, const char* name, int flags) {
   // /proc (reached through a symlink, say to /proc/1): the full way lets the command have
   // only its own processes' files there, never init's.
-  struct statfs sfs {};
+  struct statfs sfs{};
   if (::fstatfs(dir, &sfs) != 0 || sfs.f_type == PROC_SUPER_MAGIC) return false;
-  struct stat st {};
-  if (::fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !(S_ISREG(st.st_mode) || S_ISCHR(st.st_mode))) return false;
+  struct stat st{};
+  if (::fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !(S_ISREG(st.st_mode) || S_ISCHR(st.st_mode)))
+    return false;
   int fd = ::openat(dir, name, (flags & ~(O_CREAT | O_EXCL)) | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
   if (fd < 0) {
     if (errno == ELOOP || errno == EWOULDBLOCK || errno == ENOENT || errno == ENXIO) return false;
@@ -187,9 +188,8 @@ bool fast_path(int listener, Target& t, const seccomp_notif& req, const OpenCall
       }
       // An existing name that is not a symlink: the command's own open() finds it and
       // makes nothing, as it would have without O_CREAT (see below).
-      struct stat there {};
-      if (may_go_on(st, flags) && ::fstatat(at, path, &there, AT_SYMLINK_NOFOLLOW) == 0 &&
-          !S_ISLNK(there.st_mode)) {
+      struct stat there{};
+      if (may_go_on(st, flags) && ::fstatat(at, path, &there, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISLNK(there.st_mode)) {
         go_on(listener, req.id);
         return true;
       }
@@ -259,8 +259,9 @@ bool write_fast_path(int listener, Target& t, const seccomp_notif& req, const Op
   }
   int dir = open_parent(at, path, slash, parent_fd);
   if (dir == -1 || dir == AT_FDCWD) return false;
-  struct stat st {};
-  if (::fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !(S_ISREG(st.st_mode) || S_ISCHR(st.st_mode))) return false;
+  struct stat st{};
+  if (::fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !(S_ISREG(st.st_mode) || S_ISCHR(st.st_mode)))
+    return false;
   char real[PATH_MAX];
   if (::fchdir(dir) != 0 || ::syscall(SYS_getcwd, real, sizeof real) <= 0 || real[0] != '/') return false;
   Buf full;
@@ -366,7 +367,9 @@ void handle(int listener, GuardState& state, const seccomp_notif& req) {
     case SYS_truncate: res = do_truncate(t, p1, static_cast<off_t>(a[1])); break;
     case SYS_mkdir: res = do_make(t, nr, AT_FDCWD, p1, static_cast<mode_t>(a[1]), 0, nullptr); break;
     case SYS_mkdirat: res = do_make(t, nr, as_fd(a[0]), p1, static_cast<mode_t>(a[2]), 0, nullptr); break;
-    case SYS_mknod: res = do_make(t, nr, AT_FDCWD, p1, static_cast<mode_t>(a[1]), static_cast<dev_t>(a[2]), nullptr); break;
+    case SYS_mknod:
+      res = do_make(t, nr, AT_FDCWD, p1, static_cast<mode_t>(a[1]), static_cast<dev_t>(a[2]), nullptr);
+      break;
     case SYS_mknodat:
       res = do_make(t, nr, as_fd(a[0]), p1, static_cast<mode_t>(a[2]), static_cast<dev_t>(a[3]), nullptr);
       break;
@@ -376,9 +379,7 @@ void handle(int listener, GuardState& state, const seccomp_notif& req) {
     case SYS_linkat: res = do_link(t, as_fd(a[0]), p1, as_fd(a[2]), p2, static_cast<int>(a[4])); break;
     case SYS_rename: res = do_rename(t, AT_FDCWD, p1, AT_FDCWD, p2, 0); break;
     case SYS_renameat: res = do_rename(t, as_fd(a[0]), p1, as_fd(a[2]), p2, 0); break;
-    case SYS_renameat2:
-      res = do_rename(t, as_fd(a[0]), p1, as_fd(a[2]), p2, static_cast<unsigned>(a[4]));
-      break;
+    case SYS_renameat2: res = do_rename(t, as_fd(a[0]), p1, as_fd(a[2]), p2, static_cast<unsigned>(a[4])); break;
     case SYS_bind: res = do_bind(t, as_fd(a[0]), a[1], a[2]); break;
     default: res = -ENOSYS;
   }
