@@ -16,7 +16,7 @@
 extern char** environ;
 
 int main(int argc, char** argv) {
-  zb::exec::guard_std_fds();  // before anything opens a file
+  zb::exec::hold_std_fds();  // before anything opens a file
   zb::scrub::remember(argc, argv, environ);
   std::vector<std::string> args(argv + 1, argv + argc);
   std::vector<std::string> env;

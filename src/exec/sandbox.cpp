@@ -91,7 +91,7 @@ long command_host_pid(pid_t init) {
 
 }  // namespace
 
-void guard_std_fds() {
+void hold_std_fds() {
   for (int fd = 0; fd <= 2; ++fd) {
     if (::fcntl(fd, F_GETFD) != -1 || errno != EBADF) continue;
     int got = ::open("/dev/null", O_RDWR | O_CLOEXEC);

@@ -66,7 +66,7 @@ struct SandboxResult {
 // Occupies each of fds 0, 1 and 2 that is closed with /dev/null, close-on-exec: the pipes
 // and sockets zerobox makes can then never land there (where the command would take them
 // for its stdio), and the command still finds them closed, as the caller left them.
-void guard_std_fds();
+void hold_std_fds();
 
 // The sandbox's process, cloned before its spec is known. Creating the namespaces (the
 // network namespace above all) is the largest single cost of a start, and it depends on

@@ -1,6 +1,6 @@
 // zerobox::run, given a sandbox process the CLI started cloning while it parsed the
 // command line (exec/sandbox.hpp, Prestart); internal, not part of the installed API. nullptr, or one made for another
-// network mode, is the same as zerobox::run, except that fds 0-2 must already be guarded (exec::guard_std_fds, which
+// network mode, is the same as zerobox::run, except that fds 0-2 must already be held (exec::hold_std_fds, which
 // main() calls first).
 #pragma once
 
