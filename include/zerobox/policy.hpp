@@ -67,7 +67,7 @@ struct Policy {
   std::string cwd;                // -C; empty means the caller's working directory
   bool allow_all = false;         // -A: read and write everything, host network
   bool no_sandbox = false;        // --no-sandbox: the environment policy only
-  bool strict = false;            // --strict-sandbox: refuse to run without Landlock
+  bool strict = false;            // --strict-sandbox: 125 when an isolation layer is unavailable
 };
 
 }  // namespace zerobox
