@@ -84,6 +84,11 @@ lost=""
 for d in 0 0 0 0 0 0.0005 0.001 0.002 0.003 0.004 0.005 0.006 0.007 0.008 0.010 0.012; do
   "$ZEROBOX" -- sleep 30 >/dev/null 2>&1 &
   z=$!
+  # The delay counts from zerobox's exec. Before it, $z is still this shell's child, and
+  # with lib.sh's EXIT trap bash has its own SIGTERM handler there: the signal is noted,
+  # then lost at the exec (zerobox runs on and exits 0 after 30 s), a bash race, not
+  # zerobox's. `-ef` is a builtin: the wait forks nothing.
+  while ! [ "/proc/$z/exe" -ef "$ZEROBOX" ] && kill -0 "$z" 2>/dev/null; do :; done
   sleep "$d"
   kill -TERM "$z"
   start=$(date +%s)
