@@ -29,7 +29,8 @@ case $target in
   host) srcs=("$root/tests/fuzz/fuzz_host.cpp" "${common[@]}") ;;
   proxy) srcs=("$root/tests/fuzz/fuzz_proxy.cpp" "$root/src/net/http1.cpp" "$root/src/net/socks5_request.cpp"
                "${common[@]}") ;;
-  secrets) srcs=("$root/tests/fuzz/fuzz_secrets.cpp" "$root/src/net/secrets.cpp" "$root/src/policy/secrets.cpp"
+  secrets) srcs=("$root/tests/fuzz/fuzz_secrets.cpp" "$root/src/net/secrets.cpp" "$root/src/net/secret_codecs.cpp"
+                 "$root/src/net/secret_scrubber.cpp" "$root/src/policy/secrets.cpp"
                  "$root/src/util/random.cpp" "$root/src/util/text.cpp" "${common[@]}") ;;
   *) echo "unknown fuzz target '$target' (host, proxy, secrets)" >&2; exit 2 ;;
 esac
