@@ -1,5 +1,5 @@
-// libFuzzer target: secret substitution and the response scrubber (src/net/secrets.cpp).
-// Two fixed secrets; the input is split into a request-side string and a response body
+// libFuzzer target: secret substitution and the response scrubber (src/net/secrets.cpp,
+// secret_scrubber.cpp). Two fixed secrets; the input is split into a request-side string and a response body
 // cut into pieces at the positions the input names. Besides not crashing:
 //   - substituting never leaves an approved placeholder behind, and never touches an
 //     unapproved one;

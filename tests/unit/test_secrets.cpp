@@ -1,4 +1,4 @@
-// Tests for src/net/secrets.cpp and src/net/tls.cpp
+// Tests for src/net/secrets.cpp, secret_codecs.cpp, secret_scrubber.cpp and tls.cpp
 #include <doctest/doctest.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
