@@ -35,15 +35,15 @@ std::string base_name(const std::string& p) { return p.substr(p.find_last_of('/'
 
 }  // namespace
 
-Result<void> MaskStubs::create(const std::vector<std::string>& paths) {
+Result<void> MaskAnchors::create(const std::vector<std::string>& paths) {
   for (const auto& p : paths) {
     UniqueFd dir = open_parent(p);
-    if (!dir) return fail("stub for denied path " + log::quote(p) + ": open its parent");
+    if (!dir) return fail("anchor for denied path " + log::quote(p) + ": open its parent");
     std::string name = base_name(p);
     int fd = ::openat(dir.get(), name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0) {
       if (errno == EEXIST) continue;  // appeared meanwhile: the plan masks what is there
-      return fail("stub for denied path " + log::quote(p));
+      return fail("anchor for denied path " + log::quote(p));
     }
     struct stat st{};
     ::fstat(fd, &st);
@@ -53,7 +53,7 @@ Result<void> MaskStubs::create(const std::vector<std::string>& paths) {
   return {};
 }
 
-MaskStubs::~MaskStubs() {
+MaskAnchors::~MaskAnchors() {
   for (const auto& m : m_made) {
     UniqueFd dir = open_parent(m.path);
     if (!dir) continue;
@@ -63,7 +63,7 @@ MaskStubs::~MaskStubs() {
     if (st.st_dev == m.dev && st.st_ino == m.ino && S_ISREG(st.st_mode) && st.st_size == 0) {
       ::unlinkat(dir.get(), name.c_str(), 0);
     } else {
-      log::warning("left " + log::quote(m.path) + " in place: it is no longer the empty stub zerobox made");
+      log::warning("left " + log::quote(m.path) + " in place: it is no longer the empty anchor zerobox made");
     }
   }
 }

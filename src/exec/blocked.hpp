@@ -1,6 +1,6 @@
 // Denied paths that did not exist when the sandbox was built have no inode to mount
-// over. A --deny-* path whose parent is writable gets an empty stub for the run
-// (MaskStubs); a protected name, or a deeper missing path, that the command creates
+// over. A --deny-* path whose parent is writable gets an empty anchor for the run
+// (MaskAnchors); a protected name, or a deeper missing path, that the command creates
 // is renamed aside at exit (move_created_aside), so it never takes effect on the host
 // under its denied name.
 #pragma once
@@ -54,12 +54,12 @@ namespace zb::exec {
 // yet, so that the mount plan can mask them. Each is created with O_EXCL in a parent
 // opened without following symlinks, and removed when this object goes out of scope if
 // it is still the same empty file.
-class MaskStubs {
+class MaskAnchors {
  public:
-  MaskStubs() = default;
-  MaskStubs(const MaskStubs&) = delete;
-  MaskStubs& operator=(const MaskStubs&) = delete;
-  ~MaskStubs();
+  MaskAnchors() = default;
+  MaskAnchors(const MaskAnchors&) = delete;
+  MaskAnchors& operator=(const MaskAnchors&) = delete;
+  ~MaskAnchors();
 
   Result<void> create(const std::vector<std::string>& paths);
 

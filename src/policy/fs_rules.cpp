@@ -48,12 +48,12 @@ bool writable_at(const FsRules& fs, const std::string& x) {
 }
 
 // A denied path that does not exist has no inode to mount over. Where the command could
-// create it (a writable directory holds its parent), zerobox creates an empty stub
+// create it (a writable directory holds its parent), zerobox creates an empty anchor
 // for the run and masks that (true); a deeper missing path is moved aside at exit.
 bool absent_denied(FsRules& fs, const std::string& d) {
   if (!in_writable_area(fs, d)) return false;
   if (path::kind_of(path::parent(d)) == path::Kind::Directory) {
-    fs.stubs.push_back(d);
+    fs.mask_anchors.push_back(d);
     return true;
   }
   fs.absent_protected.push_back(d);
@@ -149,7 +149,7 @@ void masks(FsRules& fs, const Policy& p, const Caller& c) {
   drop_nested(fs.masked);
 }
 
-// Read-only views of --deny-write paths (stubs for absent ones, as for masks).
+// Read-only views of --deny-write paths (anchors for absent ones, as for masks).
 void denied_writes(FsRules& fs, const Policy& p) {
   for (const auto& d : p.deny_write) {
     if (!writable_at(fs, d)) continue;
@@ -442,7 +442,7 @@ FsRules compute_fs(const Policy& p, const Resolved& r, const Caller& c) {
   sort_unique(fs.absent_protected);
   sort_unique(fs.protected_links);
   sort_unique(fs.pinned_dirs);
-  sort_unique(fs.stubs);
+  sort_unique(fs.mask_anchors);
   socket_dirs(fs, p, c);
   masked_sockets(fs, p);
   return fs;

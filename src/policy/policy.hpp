@@ -94,9 +94,9 @@ struct FsRules {
   // of with "..".
   std::vector<std::string> pinned_dirs;
   // Denied paths that do not exist but whose parent is writable: an empty file is
-  // created there for the run (exec::MaskStubs, exec/blocked.hpp) so that it can be masked. They
+  // created there for the run (exec::MaskAnchors, exec/blocked.hpp) so that it can be masked. They
   // are already listed in masked/read_only.
-  std::vector<std::string> stubs;
+  std::vector<std::string> mask_anchors;
   // The create guard's depth rule (exec/guard.hpp, GuardList): the directories below
   // which protected names hold at any depth ("/" when everything is writable), the private
   // scratch directories below it where they do not, and the --allow-write paths that lift

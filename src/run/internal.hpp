@@ -40,7 +40,7 @@ struct SnapshotRun {
 // One run, from the caller's Policy to the exit status. Each step of run_prestarted fills
 // in some of it. The members are destroyed in the reverse of this order, so that the
 // proxy stops before the sandbox's spec goes, the registry record is dropped before the
-// session is abandoned (when the sandbox never started), and the mask stubs are
+// session is abandoned (when the sandbox never started), and the mask anchors are
 // removed after both.
 struct Run {
   Run(zerobox::Policy policy, const std::vector<std::string>& environ, const zerobox::RunOptions& options);
@@ -56,7 +56,7 @@ struct Run {
   std::vector<std::string> env;  // the command's, "K=V"
   // plan_filesystem
   policy::FsRules fs;
-  exec::MaskStubs stubs;  // removed when run() returns
+  exec::MaskAnchors mask_anchors;  // removed when run() returns
   std::optional<overlay::MountTable> mounts;
   std::string store_dir;  // canonical when it exists; empty: none
   std::optional<store::Registry> registry;

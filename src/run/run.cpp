@@ -76,7 +76,7 @@ int run_prestarted(Policy policy, const std::vector<std::string>& environ, RunOp
     return run_unsandboxed(run.p, run.env, run.status);
   }
   if (auto r = refuse_directory_stdio(); !r) return failed(r.error());
-  if (auto r = plan_filesystem(run); !r) return failed(r.error());  // compute_fs, mask stubs, the store
+  if (auto r = plan_filesystem(run); !r) return failed(r.error());  // compute_fs, mask anchors, the store
   if (auto r = open_session(run); !r) return failed(r.error());     // snapshot runs only
   if (auto r = hide_stores(run); !r) return failed(r.error());      // masks, the registry record
   if (auto r = prepare_secrets(run); !r) return failed(r.error());  // the run's CA and trust bundle
@@ -184,11 +184,11 @@ Result<void> refuse_directory_stdio() {
   return {};
 }
 
-// The filesystem view, its mask stubs, the host's mount table, and where the store and
+// The filesystem view, its mask anchors, the host's mount table, and where the store and
 // the registry are.
 Result<void> plan_filesystem(Run& run) {
   run.fs = policy::compute_fs(run.p, run.resolved, run.caller);
-  if (auto r = run.stubs.create(run.fs.stubs); !r) return r;
+  if (auto r = run.mask_anchors.create(run.fs.mask_anchors); !r) return r;
   auto mounts = overlay::read_mount_table();
   if (!mounts) return std::unexpected(mounts.error());
   run.mounts.emplace(std::move(*mounts));

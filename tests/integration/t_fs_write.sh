@@ -84,7 +84,7 @@ zb --allow-write="$D" --deny-write="$D/sub" -- sh -c "mv '$D/sub' '$D/sub.old' |
 expect_rc_not 0 "--deny-write directory: moving it aside refused"
 expect_file_eq "$D/ro.txt" keep "--deny-write file unchanged on the host"
 expect_eq "$(cat "$D/sub/b.txt")" "$(cat "$WORK/b.orig")" "--deny-write directory unchanged on the host"
-# A denied path that does not exist yet stays denied: an empty stub stands in for
+# A denied path that does not exist yet stays denied: an empty anchor stands in for
 # it during the run (docs/security.md) and is gone afterwards.
 zb --allow-write="$D" --deny-write="$D/later" -- sh -c "echo x > '$D/later'"
 expect_rc_not 0 "--deny-write of a path that does not exist yet: creating it is refused"

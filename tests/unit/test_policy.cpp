@@ -234,7 +234,7 @@ TEST_CASE("resolve_command searches PATH like execvp") {
   CHECK(policy::resolve_command("/bin/sh", "", "/") == "/bin/sh");
 }
 
-TEST_CASE("a denied path that does not exist gets a mask stub when its parent is writable") {
+TEST_CASE("a denied path that does not exist gets a mask anchor when its parent is writable") {
   test::TempDir t;
   test::mkdirs(t / "w");
   auto c = caller_in(t.path(), t.path());
@@ -246,13 +246,13 @@ TEST_CASE("a denied path that does not exist gets a mask stub when its parent is
   auto resolved = policy::finalize(p, c);
   REQUIRE(resolved);
   auto fs = policy::compute_fs(p, *resolved, c);
-  CHECK(fs.stubs == std::vector<std::string>{t / "w/later", t / "w/secret"});
+  CHECK(fs.mask_anchors == std::vector<std::string>{t / "w/later", t / "w/secret"});
   CHECK(has(fs.read_only, t / "w/later"));
   CHECK(has(fs.masked, t / "w/secret"));
   // Its parent is missing too: moved aside at exit instead.
   CHECK(has(fs.absent_protected, t / "w/missing/deeper"));
   // Outside every writable path nothing can create it: nothing to do.
-  CHECK_FALSE(has(fs.stubs, t / "elsewhere"));
+  CHECK_FALSE(has(fs.mask_anchors, t / "elsewhere"));
   CHECK_FALSE(has(fs.absent_protected, t / "elsewhere"));
 }
 
