@@ -24,3 +24,17 @@ endforeach()
 add_test(NAME pkg.docs.reference
          COMMAND ${zerobox_pkg_tests}/docs.sh reference $<TARGET_FILE:zerobox> ${ZEROBOX_DOCS_DIR} ${PROJECT_SOURCE_DIR})
 set_tests_properties(pkg.docs.reference PROPERTIES TIMEOUT 120 LABELS packaging)
+
+# The packages that ship the binary with an SDK (scripts/sdk-packages.sh), installed from
+# their files into an empty npm prefix and an empty venv, and run from there.
+# pkg.npm uses the node sdks/typescript/ctest.cmake found (ZEROBOX_NODE, cached).
+set(zb_pkg_npm_env /usr/bin/env)
+if(ZEROBOX_NODE)
+  get_filename_component(zb_pkg_node_bin ${ZEROBOX_NODE} DIRECTORY)
+  list(APPEND zb_pkg_npm_env "PATH=${zb_pkg_node_bin}:$ENV{PATH}")
+endif()
+add_test(NAME pkg.npm COMMAND ${zb_pkg_npm_env} ${zerobox_pkg_tests}/npm.sh $<TARGET_FILE:zerobox>)
+set_tests_properties(pkg.npm PROPERTIES FIXTURES_REQUIRED sdk_typescript SKIP_RETURN_CODE 77 TIMEOUT 300
+                                        LABELS packaging)
+add_test(NAME pkg.wheel COMMAND ${zerobox_pkg_tests}/wheel.sh $<TARGET_FILE:zerobox>)
+set_tests_properties(pkg.wheel PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 LABELS packaging)

@@ -24,7 +24,8 @@ build=(build-essential cmake ninja-build pkg-config
 # (bookworm's cargo is 1.63, its cargo-web 1.85, and 1.96 in bookworm-security).
 test=(util-linux bsdutils iproute2 procps psmisc git openssl sqlite3 clang-19 libclang-rt-19-dev
       dpkg-dev file man-db groff-base bash-completion zsh fish cargo-web
-      flake8 rustfmt-web clang-format-19 clang-tidy-19)  # the linters: scripts/lint.sh
+      flake8 rustfmt-web clang-format-19 clang-tidy-19  # the linters: scripts/lint.sh
+      python3-venv python3-pip python3-setuptools python3-wheel)  # the wheel: pkg.wheel
 # Benchmarks: the peers and the measuring tools (srt and codex come from npm: docs/performance.md).
 bench=(bubblewrap firejail hyperfine time strace socat ripgrep)
 

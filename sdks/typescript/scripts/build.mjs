@@ -21,3 +21,17 @@ for (const project of ["tsconfig.esm.json", "tsconfig.cjs.json", "tsconfig.test.
   }
 }
 writeFileSync(join(root, "dist", "cjs", "package.json"), '{ "type": "commonjs" }\n');
+// src/module-dir.ts is the CommonJS form (__dirname); an ES module finds its directory
+// through import.meta.url, which TypeScript refuses in a file that also builds to CommonJS.
+writeFileSync(
+  join(root, "dist", "esm", "module-dir.js"),
+  [
+    'import { dirname } from "node:path";',
+    'import { fileURLToPath } from "node:url";',
+    "/** The directory this module was loaded from. */",
+    "export function moduleDir() {",
+    "  return dirname(fileURLToPath(import.meta.url));",
+    "}",
+    "",
+  ].join("\n"),
+);

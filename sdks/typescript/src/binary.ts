@@ -1,7 +1,9 @@
 import { accessSync, constants, statSync } from "node:fs";
-import { delimiter, join, resolve } from "node:path";
+import { createRequire } from "node:module";
+import { delimiter, dirname, join, resolve } from "node:path";
 
 import { BinaryNotFoundError } from "./errors.js";
+import { moduleDir } from "./module-dir.js";
 
 function isExecutableFile(path: string): boolean {
   try {
@@ -13,9 +15,33 @@ function isExecutableFile(path: string): boolean {
   }
 }
 
+/** The npm package that holds the zerobox binary for this machine, as the `zerobox`
+ *  package's `optionalDependencies` name it (the binary is static: one package serves
+ *  glibc and musl systems), or undefined where zerobox does not run. */
+export function platformPackage(platform: string = process.platform, arch: string = process.arch): string | undefined {
+  if (platform !== "linux" || (arch !== "x64" && arch !== "arm64")) return undefined;
+  return `zerobox-linux-${arch}`;
+}
+
+/** The binary of the installed platform package, resolved as Node resolves the SDK's
+ *  own dependencies; a string saying why not otherwise. */
+function packagedBinary(): { path: string } | { why: string } {
+  const pkg = platformPackage();
+  if (pkg === undefined) return { why: `no zerobox package for ${process.platform}-${process.arch}` };
+  let dir: string;
+  try {
+    dir = dirname(createRequire(join(moduleDir(), "binary.js")).resolve(`${pkg}/package.json`));
+  } catch {
+    return { why: `${pkg} (not installed)` };
+  }
+  const candidate = join(dir, "zerobox");
+  return isExecutableFile(candidate) ? { path: candidate } : { why: `${candidate} (from ${pkg})` };
+}
+
 /**
  * The zerobox executable, as an absolute path: `binary` if given, else
- * `$ZEROBOX_BIN`, else `zerobox` in a `PATH` directory.
+ * `$ZEROBOX_BIN`, else the binary of the platform package `npm install zerobox`
+ * installs (`zerobox-linux-x64` or `zerobox-linux-arm64`), else `zerobox` in a `PATH` directory.
  *
  * Throws {@link BinaryNotFoundError} (a SandboxError) naming every path it tried. An
  * explicit `binary` that is not an executable file is an error, never a reason to look
@@ -34,6 +60,9 @@ export function findBinary(binary?: string): string {
   } else {
     tried.push("$ZEROBOX_BIN (unset)");
   }
+  const packaged = packagedBinary();
+  if ("path" in packaged) return packaged.path;
+  tried.push(packaged.why);
   const dirs = (process.env["PATH"] ?? "").split(delimiter).filter((d) => d !== "");
   for (const dir of dirs) {
     const candidate = join(dir, "zerobox");
