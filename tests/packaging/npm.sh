@@ -71,6 +71,17 @@ out=$(cd "$prefix" && "${clean_env[@]}" node esm.mjs 2>&1)
 out=$(cd "$prefix" && "${clean_env[@]}" node cjs.cjs 2>&1)
 [ "$out" = "0 cjs: 42" ] || fail "the SDK required as CommonJS: '$out'"
 
+# The same, as an unprivileged user (uid 65534, no capabilities): zerobox then takes
+# the user-namespace path.
+if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
+  chmod 0755 "$tmp"
+  as_user=(setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all)
+  out=$(cd "$prefix" && "${as_user[@]}" "${clean_env[@]}" node esm.mjs 2>&1)
+  [ "$out" = "0 esm: 42" ] || fail "the SDK as uid 65534: '$out'"
+  out=$("${as_user[@]}" "${clean_env[@]}" "$prefix/node_modules/.bin/zerobox" -- sh -c 'echo user: $((6 * 7))' 2>&1)
+  [ "$out" = "user: 42" ] || fail "node_modules/.bin/zerobox as uid 65534: '$out'"
+fi
+
 # The SDK without its platform package (offline, npm cannot fetch the optional one).
 alone=$tmp/alone
 mkdir -p "$alone"

@@ -66,6 +66,15 @@ out=$(cd "$tmp" && env -u ZEROBOX_BIN PATH=/nonexistent HOME="$tmp/home" "$venv/
   'import zerobox; print(zerobox.find_binary())' 2>&1)
 [ "$out" = "$venv/bin/zerobox" ] || fail "with PATH=/nonexistent the SDK found '$out'"
 
+# As an unprivileged user (uid 65534, no capabilities): the user-namespace path.
+if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
+  chmod 0755 "$tmp"
+  out=$(cd "$tmp" && setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all \
+    "${clean_env[@]}" "$venv/bin/python" -c \
+    'import zerobox; print(zerobox.Sandbox().run("sh", ["-c", "echo user: $((6 * 7))"]).text().strip())' 2>&1)
+  [ "$out" = "user: 42" ] || fail "the SDK from the venv as uid 65534: '$out'"
+fi
+
 if [ $failures -ne 0 ]; then
   echo "$failures check(s) failed"
   exit 1
